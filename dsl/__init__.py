@@ -1,0 +1,72 @@
+"""The tensor-expression DSL: what is computed.
+
+``placeholder``/``compute``/``reduce_axis`` define tensors; reducers ``sum``/``max``/``min``/``prod``
+and ``comm_reducer``; math functions below build elementwise expressions.
+"""
+
+from __future__ import annotations
+
+from . import dtypes
+from .dtypes import DType, dtype
+from .errors import DSLError
+from .expr import Expr, IterVar, as_expr, binary, bitcast, cast, const, select, unary
+from .ops import GroupOp, Op
+from .tensor import (ComputeOp, Graph, PlaceholderOp, Tensor, comm_reducer, compute, placeholder,
+                     reduce_axis)
+from .tensor import max as _rmax
+from .tensor import min as _rmin
+from .tensor import prod, sum  # noqa: A004
+
+__all__ = ["DType", "dtype", "dtypes", "Expr", "IterVar", "Tensor", "Graph", "ComputeOp",
+           "PlaceholderOp", "Op", "GroupOp", "placeholder", "compute", "reduce_axis", "comm_reducer",
+           "sum", "prod", "max", "min", "const", "cast", "bitcast", "select", "exp", "expm1", "log",
+           "log1p", "tanh", "sqrt", "rsqrt", "cbrt", "erf", "sin", "cos", "tan", "abs", "sign", "floor",
+           "ceil", "round", "isfinite", "pow", "atan2", "maximum", "minimum", "equal", "not_equal",
+           "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
+           "logical_not", "rem", "floordiv", "floormod", "shift_right_logical", "popcount", "clz"]
+
+
+def _u(op):
+    def f(x):
+        return unary(op, x)
+    f.__name__ = op.name.lower()
+    f.__doc__ = f"Elementwise {op.name.lower()}."
+    return f
+
+
+def _b(op):
+    def f(a, b):
+        return binary(op, a, b)
+    f.__name__ = op.name.lower()
+    f.__doc__ = f"Elementwise {op.name.lower()} with numpy promotion."
+    return f
+
+
+exp, expm1, log, log1p = _u(Op.EXP), _u(Op.EXPM1), _u(Op.LOG), _u(Op.LOG1P)
+tanh, sqrt, rsqrt, cbrt, erf = _u(Op.TANH), _u(Op.SQRT), _u(Op.RSQRT), _u(Op.CBRT), _u(Op.ERF)
+sin, cos, tan = _u(Op.SIN), _u(Op.COS), _u(Op.TAN)
+abs, sign, floor, ceil = _u(Op.ABS), _u(Op.SIGN), _u(Op.FLOOR), _u(Op.CEIL)  # noqa: A001
+round = _u(Op.ROUND)  # noqa: A001  (round half to even)
+isfinite, logical_not = _u(Op.ISFINITE), _u(Op.NOT)
+popcount, clz = _u(Op.POPCNT), _u(Op.CLZ)
+pow, atan2 = _b(Op.POW), _b(Op.ATAN2)  # noqa: A001
+maximum, minimum = _b(Op.MAX), _b(Op.MIN)
+equal, not_equal, less, less_equal = _b(Op.EQ), _b(Op.NE), _b(Op.LT), _b(Op.LE)
+greater, greater_equal = _b(Op.GT), _b(Op.GE)
+logical_and, logical_or = _b(Op.AND), _b(Op.OR)
+rem, floordiv, floormod = _b(Op.REM), _b(Op.FLOORDIV), _b(Op.FLOORMOD)
+shift_right_logical = _b(Op.SHRL)
+
+
+def max(*args, axis=None, where=None):  # noqa: A001
+    """``max(a, b)``: elementwise maximum (NaN propagates); ``max(e, axis=k)``: reduction."""
+    if axis is not None:
+        return _rmax(args[0], axis=axis, where=where)
+    return binary(Op.MAX, *args)
+
+
+def min(*args, axis=None, where=None):  # noqa: A001
+    """``min(a, b)``: elementwise minimum (NaN propagates); ``min(e, axis=k)``: reduction."""
+    if axis is not None:
+        return _rmin(args[0], axis=axis, where=where)
+    return binary(Op.MIN, *args)

@@ -1,0 +1,86 @@
+"""Every error hlotune raises on purpose. One module, imported by every layer.
+
+Messages name the object at fault and, where there is one, the remedy.
+"""
+
+from __future__ import annotations
+
+
+class HlotuneError(Exception):
+    """Base class of all errors raised by hlotune on purpose."""
+
+
+class DSLError(HlotuneError, ValueError):
+    """A tensor expression is malformed (bad shape, dtype, index arity, reducer use)."""
+
+
+class ScheduleError(HlotuneError):
+    """A schedule step breaks a rule; the message names the axis or stage and the rule."""
+
+
+class LoweringError(HlotuneError):
+    """A graph plus schedule cannot be lowered to a loop nest."""
+
+
+class CompileError(HlotuneError):
+    """The backend compiler rejected generated code; ``log`` holds its output."""
+
+    def __init__(self, message: str, log: str = "", source: str = ""):
+        super().__init__(message)
+        self.log = log
+        self.source = source
+
+
+class KernelArgumentError(HlotuneError, ValueError):
+    """A kernel was called with an argument of the wrong shape, dtype or count."""
+
+
+class HloParseError(HlotuneError, ValueError):
+    """HLO text could not be parsed; carries file, line, column and the text around it."""
+
+    def __init__(self, message: str, *, file: str | None = None, line: int = 0,
+                 column: int = 0, context: str = ""):
+        self.reason = message
+        self.file = file
+        self.line = line
+        self.column = column
+        self.context = context
+        where = f"{file or '<hlo>'}:{line}:{column}"
+        text = f"{where}: {message}"
+        if context:
+            text += "\n" + context
+        super().__init__(text)
+
+
+class UnsupportedOpError(HlotuneError, NotImplementedError):
+    """An HLO opcode (or an attribute form of it) that hlotune cannot lower."""
+
+    def __init__(self, opcode: str, *, line: int | None = None, file: str | None = None,
+                 detail: str = ""):
+        self.opcode = opcode
+        self.line = line
+        self.file = file
+        where = f" at {file or '<hlo>'}:{line}" if line else ""
+        msg = f"unsupported HLO op '{opcode}'{where}"
+        if detail:
+            msg += f": {detail}"
+        super().__init__(msg)
+
+
+class ConfigError(HlotuneError, ValueError):
+    """A tuning configuration is invalid; the message names the knob."""
+
+    def __init__(self, message: str, knob: str | None = None):
+        self.knob = knob
+        super().__init__(message)
+
+
+class TargetError(HlotuneError, ValueError):
+    """An unknown or unavailable target/device."""
+
+
+class MissingDependencyError(HlotuneError, ImportError):
+    """An optional dependency is missing; the message says which extra installs it."""
+
+    def __init__(self, package: str, extra: str):
+        super().__init__(f"{package} is not installed: pip install 'hlotune[{extra}]'")

@@ -1,0 +1,315 @@
+"""The numpy reference evaluator: the living definition of the DSL's semantics.
+
+Each compute is evaluated vectorized over its whole index box (in row chunks to bound memory):
+index variables become broadcast ``arange`` arrays, loads become views or gathers, reductions
+fold the trailing reduce dimensions. Every generated kernel is checked against this.
+
+Integer semantics follow C and XLA: ``/`` and ``%`` truncate toward zero; ``x / 0 == -1``,
+``x % 0 == x``; ``INT_MIN / -1 == INT_MIN``; shifts by >= the bit width give 0 (or the sign for
+arithmetic right shifts); float -> int casts truncate, map NaN to 0 and saturate.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from . import dtypes as dt
+from .dtypes import DType
+from .errors import DSLError
+from .expr import Expr
+from .ops import Op
+from .tensor import ComputeOp, Graph, Tensor
+
+#: Elements evaluated at once per compute chunk (index box x reduce box).
+CHUNK_ELEMENTS = 1 << 22
+
+_UNARY = {
+    Op.EXP: np.exp, Op.EXPM1: np.expm1, Op.LOG: np.log, Op.LOG1P: np.log1p, Op.SQRT: np.sqrt,
+    Op.CBRT: np.cbrt, Op.TANH: np.tanh, Op.SIN: np.sin, Op.COS: np.cos, Op.TAN: np.tan,
+    Op.FLOOR: np.floor, Op.CEIL: np.ceil, Op.ROUND: np.rint, Op.ABS: np.abs, Op.SIGN: np.sign,
+    Op.ISFINITE: np.isfinite,
+}
+_BINARY = {
+    Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.MAX: np.maximum,
+    Op.MIN: np.minimum, Op.ATAN2: np.arctan2, Op.AND: np.bitwise_and, Op.OR: np.bitwise_or,
+    Op.XOR: np.bitwise_xor, Op.LT: np.less, Op.LE: np.less_equal, Op.GT: np.greater,
+    Op.GE: np.greater_equal, Op.EQ: np.equal, Op.NE: np.not_equal,
+}
+
+
+def _erf(x):
+    from scipy.special import erf
+    return erf(x)
+
+
+def _rsqrt(x):
+    return np.asarray(1, x.dtype) / np.sqrt(x)
+
+
+def _int_div(a, b, d: DType):
+    """C/XLA integer division: truncate; x/0 = -1 (all ones); INT_MIN/-1 = INT_MIN."""
+    zero = b == 0
+    bs = np.where(zero, 1, b).astype(a.dtype)
+    if d.kind == "i":
+        overflow = (a == np.iinfo(a.dtype).min) & (bs == -1)
+        bs = np.where(overflow, 1, bs).astype(a.dtype)
+        q = np.abs(a.astype(np.int64) if d.bits < 64 else a) // np.abs(bs)
+        neg = (a < 0) != (bs < 0)
+        q = np.where(neg, -q, q).astype(a.dtype)
+    else:
+        q = a // bs
+    return np.where(zero, np.array(-1).astype(a.dtype), q).astype(a.dtype)
+
+
+def _int_rem(a, b, d: DType):
+    """C/XLA remainder: sign of the dividend; x % 0 = x; INT_MIN % -1 = 0."""
+    zero = b == 0
+    bs = np.where(zero, 1, b).astype(a.dtype)
+    if d.kind == "i":
+        bs = np.where((a == np.iinfo(a.dtype).min) & (bs == -1), 1, bs).astype(a.dtype)
+        r = np.fmod(a, bs)
+    else:
+        r = a % bs
+    return np.where(zero, a, r).astype(a.dtype)
+
+
+def _shift(op: Op, a, b, d: DType):
+    bits = d.bits
+    ua = a.view(np.dtype(f"uint{bits}")) if d.kind == "i" else a
+    amt = b.astype(np.int64)
+    big = (amt < 0) | (amt >= bits)
+    s = np.where(big, 0, amt).astype(ua.dtype)
+    if op is Op.SHL:
+        r = np.left_shift(ua, s)
+        return np.where(big, 0, r).astype(ua.dtype).view(a.dtype)
+    if op is Op.SHRL:
+        r = np.right_shift(ua, s)
+        return np.where(big, 0, r).astype(ua.dtype).view(a.dtype)
+    if d.kind == "u":
+        return np.where(big, 0, np.right_shift(a, s)).astype(a.dtype)
+    r = np.right_shift(a, s.astype(a.dtype))
+    return np.where(big, np.where(a < 0, -1, 0), r).astype(a.dtype)
+
+
+def _int_pow(a, b):
+    out = np.ones(np.broadcast_shapes(a.shape, b.shape), a.dtype)
+    base = np.broadcast_to(a, out.shape).copy()
+    e = np.broadcast_to(b, out.shape).astype(np.int64).copy()
+    neg = e < 0
+    e = np.where(neg, 0, e)
+    while np.any(e > 0):
+        odd = (e & 1) == 1
+        out = np.where(odd, out * base, out)
+        base = base * base
+        e >>= 1
+    negres = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(neg, negres, out).astype(a.dtype)
+
+
+def _cast(x, d: DType):
+    src = x.dtype
+    if d.is_bool:
+        return x != 0
+    if d.is_int and src.kind == "f":
+        info = np.iinfo(d.np)
+        f = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0, posinf=info.max, neginf=info.min)
+        f = np.clip(f, info.min, info.max)
+        # float64 cannot hold int64's max exactly: saturate explicitly
+        out = f.astype(d.np)
+        if d.bits == 64:
+            out = np.where(f >= 2.0**63, info.max, out).astype(d.np)
+        return out
+    return x.astype(d.np)
+
+
+def _clz(a, d: DType):
+    u = a.view(np.dtype(f"uint{d.bits}")) if d.kind == "i" else a
+    n = np.zeros(u.shape, np.int64)
+    found = np.zeros(u.shape, bool)
+    for bit in range(d.bits - 1, -1, -1):
+        set_ = ((u >> np.asarray(bit, u.dtype)) & np.asarray(1, u.dtype)) == 1
+        found |= set_
+        n += ~found
+    return n.astype(a.dtype)
+
+
+def eval_op(op: Op, dtype: DType, args: Sequence[np.ndarray]):
+    """Apply one elementwise op to numpy arrays; ``dtype`` is the result dtype.
+
+    16-bit floats compute in float32 and round once to the result type (as XLA:CPU does).
+    """
+    with np.errstate(all="ignore"):
+        args = [np.asarray(a) for a in args]
+        if op is Op.CAST:
+            return _cast(args[0], dtype)
+        if op is Op.BITCAST:
+            return np.ascontiguousarray(args[0]).view(dtype.np)
+        if op is Op.SELECT:
+            return np.where(args[0], args[1], args[2]).astype(dtype.np)
+        operand_dt = dt.dtype(args[-1].dtype)
+        lowp = operand_dt.is_float and operand_dt.bits == 16
+        if lowp:
+            args = [a.astype(np.float32) if a.dtype == operand_dt.np else a for a in args]
+        r = _eval_math(op, operand_dt, args)
+        return np.asarray(r).astype(dtype.np)
+
+
+def _eval_math(op: Op, d: DType, args):
+    if op in _UNARY:
+        return _UNARY[op](args[0])
+    if op is Op.ERF:
+        return _erf(args[0])
+    if op is Op.RSQRT:
+        return _rsqrt(args[0])
+    if op is Op.NEG:
+        return np.negative(args[0]) if not d.is_bool else args[0]
+    if op is Op.NOT:
+        return np.logical_not(args[0]) if d.is_bool else np.invert(args[0])
+    if op is Op.POPCNT:
+        u = args[0].view(np.dtype(f"uint{d.bits}")) if d.kind == "i" else args[0]
+        return np.bitwise_count(u)
+    if op is Op.CLZ:
+        return _clz(args[0], d)
+    a, b = args
+    if op in _BINARY:
+        return _BINARY[op](a, b)
+    if op is Op.DIV:
+        return np.true_divide(a, b).astype(a.dtype) if d.is_float else _int_div(a, b, d)
+    if op is Op.REM:
+        return np.fmod(a, b) if d.is_float else _int_rem(a, b, d)
+    if op is Op.FLOORDIV:
+        return np.floor_divide(a, np.where(b == 0, 1, b)) if d.is_int else np.floor_divide(a, b)
+    if op is Op.FLOORMOD:
+        return np.mod(a, np.where(b == 0, 1, b)) if d.is_int else np.mod(a, b)
+    if op is Op.POW:
+        return np.power(a, b) if d.is_float else _int_pow(a, b)
+    if op in (Op.SHL, Op.SHRA, Op.SHRL):
+        return _shift(op, a, b, d)
+    raise DSLError(f"reference: no rule for op {op.name}")
+
+
+# ----------------------------------------------------------------------------- expressions
+
+class _Ctx:
+    def __init__(self, values: Mapping, env: dict):
+        self.values = values      # id(op) -> tuple of arrays per output
+        self.env = env            # IterVar -> array
+        self.memo: dict[int, np.ndarray] = {}
+
+
+def _eval(e: Expr, ctx: _Ctx):
+    r = ctx.memo.get(id(e))
+    if r is not None:
+        return r
+    if e.op is Op.CONST:
+        r = np.asarray(e.arg, dtype=e.dtype.np)
+    elif e.op is Op.VAR:
+        if e.arg not in ctx.env:
+            raise DSLError(f"reference: variable '{e.arg.name}' is not bound here")
+        r = ctx.env[e.arg]
+    elif e.op is Op.LOAD:
+        t: Tensor = e.arg
+        arr = ctx.values[id(t.op)][t.value_index]
+        idx = [_eval(i, ctx) for i in e.src]
+        if not idx:
+            r = arr[()]
+        else:
+            shp = np.broadcast_shapes(*[np.shape(i) for i in idx])
+            for n, (i, extent) in enumerate(zip(idx, arr.shape)):
+                if np.size(i) and (np.min(i) < 0 or np.max(i) >= extent):
+                    raise DSLError(f"reference: index {n} of '{t.name}' leaves [0, {extent}) "
+                                   f"(seen {int(np.min(i))}..{int(np.max(i))})")
+            r = arr[tuple(np.broadcast_to(i, shp) if np.ndim(i) else i for i in idx)]
+    elif e.op is Op.REDUCE:
+        raise DSLError("reference: a reduction must be the outermost expression of a compute")
+    else:
+        r = eval_op(e.op, e.dtype, [_eval(s, ctx) for s in e.src])
+    ctx.memo[id(e)] = r
+    return r
+
+
+def _reduce(op: ComputeOp, ctx: _Ctx, nred: int, out_shape):
+    spec = op.body[0].arg
+    red = spec.reducer
+    vals = [_eval(s, ctx) for s in op.body[0].src]
+    full = out_shape + tuple(v.extent for v in op.reduce_axis)
+    vals = [np.broadcast_to(v, full) for v in vals]
+    if spec.where is not None:
+        mask = np.broadcast_to(_eval(spec.where, ctx), full)
+        idc = [_eval(i, _Ctx({}, {})) for i in red.identity]
+        vals = [np.where(mask, v, i) for v, i in zip(vals, idc)]
+    axes = tuple(range(len(out_shape), len(full)))
+    d = op.body[0].dtype
+    if red.ufunc is not None and len(vals) == 1 and not (d.is_float and d.bits == 16):
+        with np.errstate(all="ignore"):
+            out = getattr(np, red.ufunc).reduce(vals[0], axis=axes, dtype=d.np)
+        return (np.asarray(out, d.np),)
+    flat = [v.reshape(out_shape + (-1,)) for v in vals]
+    acc = [np.broadcast_to(_eval(i, _Ctx({}, {})), out_shape).copy() for i in red.identity]
+    for r in range(flat[0].shape[-1]):
+        env = {p: a for p, a in zip(red.lhs, acc)}
+        env.update({p: f[..., r] for p, f in zip(red.rhs, flat)})
+        c = _Ctx({}, env)
+        acc = [np.broadcast_to(_eval(x, c), out_shape).astype(x.dtype.np) for x in red.combine]
+    return tuple(acc)
+
+
+def _eval_compute(op: ComputeOp, values: Mapping) -> tuple[np.ndarray, ...]:
+    shape = op.shape
+    rshape = tuple(v.extent for v in op.reduce_axis)
+    outs = [np.empty(shape, b.dtype.np) for b in op.body]
+    if any(s == 0 for s in shape):
+        return tuple(outs)
+    inner = int(np.prod(shape[1:] + rshape, dtype=np.int64)) if shape else 1
+    rows = max(1, CHUNK_ELEMENTS // max(inner, 1))
+    nd = len(shape) + len(rshape)
+    for start in range(0, shape[0] if shape else 1, rows):
+        stop = min(start + rows, shape[0]) if shape else 1
+        env = {}
+        for n, v in enumerate(op.axis + op.reduce_axis):
+            lo, hi = (start, stop) if n == 0 else (0, v.extent)
+            a = np.arange(lo, hi, dtype=np.int64)
+            env[v] = a.reshape([-1 if m == n else 1 for m in range(nd)])
+        ctx = _Ctx(values, env)
+        cshape = ((stop - start),) + shape[1:] if shape else ()
+        if op.reduce_axis:
+            res = _reduce(op, ctx, len(rshape), cshape)
+        else:
+            res = tuple(np.broadcast_to(_eval(b, ctx), cshape) for b in op.body)
+        for o, r in zip(outs, res):
+            if shape:
+                o[start:stop] = r
+            else:
+                o[()] = r
+    return tuple(outs)
+
+
+def evaluate(outputs, inputs, input_tensors: Sequence[Tensor] | None = None) -> list[np.ndarray]:
+    """Evaluate a graph with numpy.
+
+    ``outputs``: a Graph, a Tensor or a list of Tensors. ``inputs``: arrays in the graph's input
+    order, or a dict keyed by placeholder Tensor or name. Returns one array per output.
+    """
+    g = outputs if isinstance(outputs, Graph) else Graph(outputs, input_tensors)
+    values: dict[int, tuple] = {}
+    if isinstance(inputs, Mapping):
+        for t in g.inputs:
+            key = t if t in inputs else g.name(t.op)
+            if key not in inputs:
+                raise DSLError(f"reference: no value for input '{g.name(t.op)}'")
+            values[id(t.op)] = (np.asarray(inputs[key], t.dtype.np),)
+    else:
+        inputs = list(inputs)
+        if len(inputs) != len(g.inputs):
+            raise DSLError(f"reference: {len(g.inputs)} inputs expected, got {len(inputs)}")
+        for t, a in zip(g.inputs, inputs):
+            a = np.asarray(a)
+            if tuple(a.shape) != t.shape:
+                raise DSLError(f"reference: input '{g.name(t.op)}' has shape {a.shape}, "
+                               f"expected {t.shape}")
+            values[id(t.op)] = (a.astype(t.dtype.np, copy=False),)
+    for op in g.compute_ops:
+        values[id(op)] = _eval_compute(op, values)
+    return [values[id(t.op)][t.value_index] for t in g.outputs]

@@ -1,0 +1,363 @@
+"""Tensors, compute definitions, reducers and the Graph of a computation.
+
+``compute(shape, f)`` defines ``out[i0, ..., in] = f(i0, ..., in)`` for every index in the box
+``[0, shape[0]) x ... x [0, shape[n])``. A reduction ``sum(e, axis=k)`` folds ``e`` over
+``k in [0, k.extent)`` and must be the outermost expression of its compute.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Callable, Sequence
+
+from . import dtypes as dt
+from .dtypes import DType
+from .errors import DSLError
+from .expr import (Expr, ExprOps, IterVar, Reducer, ReduceSpec, as_expr, binary, cast, const,
+                   structural_key, walk)
+from .ops import Op
+
+_seq = itertools.count()
+
+
+@dataclass(frozen=True, eq=False)
+class PlaceholderOp:
+    """An input of the computation."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: DType
+    seq: int = field(default_factory=lambda: next(_seq))
+    axis: tuple = ()
+    reduce_axis: tuple = ()
+    body: None = None
+
+    __hash__ = object.__hash__
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+
+@dataclass(frozen=True, eq=False)
+class ComputeOp:
+    """``out_v[axis] = body[v]`` over the box of ``axis``; ``reduce_axis`` are the axes that the
+    top-level REDUCE of the body folds."""
+
+    name: str
+    axis: tuple[IterVar, ...]
+    reduce_axis: tuple[IterVar, ...]
+    body: tuple[Expr, ...]
+    tag: str = ""
+    seq: int = field(default_factory=lambda: next(_seq))
+
+    __hash__ = object.__hash__
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(v.extent for v in self.axis)
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.body)
+
+    @property
+    def is_reduction(self) -> bool:
+        return self.body[0].op is Op.REDUCE
+
+    def output(self, i: int = 0) -> "Tensor":
+        return Tensor(self.shape, self.body[i].dtype, self, i)
+
+
+@dataclass(frozen=True, eq=False)
+class Tensor(ExprOps):
+    """Output ``value_index`` of ``op``: an array of ``shape`` and ``dtype``. Index it to read."""
+
+    shape: tuple[int, ...]
+    dtype: DType
+    op: PlaceholderOp | ComputeOp
+    value_index: int = 0
+
+    def __hash__(self):
+        return hash((id(self.op), self.value_index))
+
+    def __eq__(self, other):
+        return isinstance(other, Tensor) and other.op is self.op and other.value_index == self.value_index
+
+    @property
+    def name(self) -> str:
+        return self.op.name if self.value_index == 0 else f"{self.op.name}.v{self.value_index}"
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def axis(self) -> tuple[IterVar, ...]:
+        return self.op.axis
+
+    @property
+    def reduce_axis(self) -> tuple[IterVar, ...]:
+        return self.op.reduce_axis
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def __getitem__(self, idx) -> Expr:
+        if not isinstance(idx, tuple):
+            idx = (idx,)
+        if len(idx) != len(self.shape):
+            raise DSLError(f"tensor '{self.name}' has {len(self.shape)} dimensions, indexed with {len(idx)}")
+        ix = []
+        for i in idx:
+            e = as_expr(i, dt.index)
+            if not (e.dtype.is_int or e.dtype.is_bool):
+                raise DSLError(f"index of '{self.name}' must be an integer expression, got {e.dtype}")
+            ix.append(e if e.dtype is dt.index else cast(e, dt.index))
+        return Expr(Op.LOAD, self.dtype, tuple(ix), self)
+
+    def __repr__(self) -> str:
+        return f"Tensor({self.name}, {list(self.shape)}, {self.dtype})"
+
+    # a Tensor used directly in arithmetic means a 0-d read
+    def _bin(self, op, other, reverse=False):
+        if self.shape:
+            raise DSLError(f"tensor '{self.name}' must be indexed before use in an expression")
+        return ExprOps._bin(self[()], op, other, reverse)
+
+
+def _check_shape(shape) -> tuple[int, ...]:
+    if isinstance(shape, int):
+        shape = (shape,)
+    try:
+        shape = tuple(int(s) for s in shape)
+    except TypeError as e:
+        raise DSLError(f"shape must be a sequence of ints, got {shape!r}") from e
+    if any(s < 0 for s in shape):
+        raise DSLError(f"shape {shape} has a negative extent")
+    return shape
+
+
+def placeholder(shape, dtype="float32", name: str = "placeholder") -> Tensor:
+    """An input tensor of ``shape`` and ``dtype``."""
+    shape = _check_shape(shape)
+    d = dt.dtype(dtype)
+    return Tensor(shape, d, PlaceholderOp(name, shape, d))
+
+
+def reduce_axis(extent: int, name: str = "k") -> IterVar:
+    """A reduction variable ranging over ``[0, extent)``."""
+    extent = int(extent)
+    if extent < 1:
+        raise DSLError(f"reduce axis '{name}' needs a positive extent, got {extent}")
+    return IterVar(name, extent, "reduce")
+
+
+def compute(shape, fcompute: Callable, name: str = "compute", tag: str = ""):
+    """Define ``out[idx] = fcompute(*idx)`` over ``shape``; a tuple result gives a tuple of tensors.
+
+    The lambda's parameter names name the axes (``C.axis[0].name == 'i'``).
+    """
+    shape = _check_shape(shape)
+    try:
+        params = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):
+        params = []
+    if params and params[0].kind is inspect.Parameter.VAR_POSITIONAL:
+        names = [f"i{d}" for d in range(len(shape))]
+    else:
+        names = [p.name for p in params]
+        if len(names) != len(shape):
+            raise DSLError(f"compute '{name}': the function takes {len(names)} indices but the shape "
+                           f"{list(shape)} has {len(shape)} dimensions")
+    axis = tuple(IterVar(n, s, "data") for n, s in zip(names, shape))
+    out = fcompute(*axis)
+    outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    body = tuple(as_expr(o) for o in outs)
+    raxis: tuple[IterVar, ...] = ()
+    reduces = [b for b in body if b.op is Op.REDUCE]
+    if reduces:
+        if len(reduces) != len(body):
+            raise DSLError(f"compute '{name}': either every output or none is a reduction")
+        raxis = reduces[0].arg.axes
+        for r in reduces[1:]:
+            if r.arg.axes != raxis or r.arg.reducer is not reduces[0].arg.reducer:
+                raise DSLError(f"compute '{name}': tuple outputs must share one reducer and axes")
+    for b in body:
+        for e in walk([b]):
+            if e.op is Op.REDUCE and e not in reduces:
+                raise DSLError(f"compute '{name}': a reduction must be the outermost expression; "
+                               "put the rest in a second compute")
+            if e.op is Op.VAR and e.arg.kind == "reduce" and e.arg not in raxis:
+                raise DSLError(f"compute '{name}': reduce axis '{e.arg.name}' is used outside "
+                               "of a reduction over it")
+    op = ComputeOp(name, axis, raxis, body, tag)
+    tensors = tuple(op.output(i) for i in range(len(body)))
+    return tensors if isinstance(out, (tuple, list)) else tensors[0]
+
+
+# ----------------------------------------------------------------------------- reducers
+
+def comm_reducer(fcombine: Callable, fidentity: Callable, name: str = "reducer", ufunc=None):
+    """Build a commutative reducer.
+
+    ``fcombine(lhs, rhs)`` takes two tuples of expressions (accumulator, incoming value) and
+    returns a tuple; ``fidentity(dtypes)`` returns the identity values. The result is called
+    as ``r(values, axis=k)`` with a tuple of values (a tuple of REDUCE exprs is returned) or a
+    single value (one REDUCE expr).
+    """
+    def build(dtypes: tuple[DType, ...]) -> Reducer:
+        lhs = tuple(IterVar(f"{name}_x{n}", 0, "param", d) for n, d in enumerate(dtypes))
+        rhs = tuple(IterVar(f"{name}_y{n}", 0, "param", d) for n, d in enumerate(dtypes))
+        comb = fcombine(tuple(v.var for v in lhs), tuple(v.var for v in rhs))
+        comb = tuple(comb) if isinstance(comb, (tuple, list)) else (comb,)
+        ident = fidentity(dtypes)
+        ident = tuple(ident) if isinstance(ident, (tuple, list)) else (ident,)
+        if len(comb) != len(dtypes) or len(ident) != len(dtypes):
+            raise DSLError(f"reducer '{name}': combine and identity must give {len(dtypes)} values")
+        comb = tuple(cast(as_expr(c, d), d) for c, d in zip(comb, dtypes))
+        ident = tuple(cast(as_expr(c, d), d) for c, d in zip(ident, dtypes))
+        return Reducer(name, lhs, rhs, comb, ident, ufunc)
+
+    cache: dict[tuple, Reducer] = {}
+
+    def reduce(values, axis, where=None):
+        single = not isinstance(values, (tuple, list))
+        vals = (values,) if single else tuple(values)
+        vals = tuple(as_expr(v) for v in vals)
+        axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        for a in axes:
+            if not isinstance(a, IterVar) or a.kind != "reduce":
+                raise DSLError(f"{name}: axis must be reduce_axis variables, got {a!r}")
+        dts = tuple(v.dtype for v in vals)
+        if dts not in cache:
+            cache[dts] = build(dts)
+        red = cache[dts]
+        w = None if where is None else as_expr(where)
+        outs = tuple(Expr(Op.REDUCE, d, vals, ReduceSpec(red, axes, n, w)) for n, d in enumerate(dts))
+        return outs[0] if single else outs
+
+    reduce.__name__ = name
+    return reduce
+
+
+def _identity_of(kind: str):
+    def f(dtypes):
+        d = dtypes[0]
+        return const(limit_value(d, kind), d)
+    return f
+
+
+def limit_value(d: DType, kind: str):
+    """'zero', 'one', 'lowest' (-inf for floats) or 'highest' (+inf for floats) of ``d``."""
+    import numpy as np
+    if kind in ("zero", "one"):
+        return int(kind == "one") if not d.is_float else float(kind == "one")
+    if d.is_float:
+        return float("-inf") if kind == "lowest" else float("inf")
+    if d.is_bool:
+        return kind == "highest"
+    info = np.iinfo(d.np)
+    return int(info.min if kind == "lowest" else info.max)
+
+
+sum = comm_reducer(lambda a, b: (binary(Op.ADD, a[0], b[0]),), _identity_of("zero"), "sum", "add")  # noqa: A001
+prod = comm_reducer(lambda a, b: (binary(Op.MUL, a[0], b[0]),), _identity_of("one"), "prod", "multiply")
+max = comm_reducer(lambda a, b: (binary(Op.MAX, a[0], b[0]),), _identity_of("lowest"), "max", "maximum")  # noqa: A001
+min = comm_reducer(lambda a, b: (binary(Op.MIN, a[0], b[0]),), _identity_of("highest"), "min", "minimum")  # noqa: A001
+
+
+# ----------------------------------------------------------------------------- graph
+
+class Graph:
+    """The DAG of ops reachable from ``outputs``, in topological order, with unique names.
+
+    ``inputs`` are the placeholders in creation order (the kernel's argument order).
+    """
+
+    def __init__(self, outputs: Sequence[Tensor] | Tensor, inputs: Sequence[Tensor] | None = None):
+        outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+        for t in outs:
+            if not isinstance(t, Tensor):
+                raise DSLError(f"graph outputs must be tensors, got {t!r}")
+        self.outputs: tuple[Tensor, ...] = tuple(outs)
+        order: list = []
+        seen: set[int] = set()
+
+        def visit(op):
+            stack = [(op, False)]
+            while stack:
+                o, done = stack.pop()
+                if done:
+                    order.append(o)
+                    continue
+                if id(o) in seen:
+                    continue
+                seen.add(id(o))
+                stack.append((o, True))
+                for t in reversed(input_tensors(o)):
+                    if id(t.op) not in seen:
+                        stack.append((t.op, False))
+
+        for t in outs:
+            visit(t.op)
+        self.ops: tuple = tuple(order)
+        found = sorted((o for o in order if isinstance(o, PlaceholderOp)), key=lambda o: o.seq)
+        if inputs is not None:
+            given = [t.op for t in inputs]
+            missing = [o.name for o in found if o not in given]
+            if missing:
+                raise DSLError(f"graph reads placeholders {missing} that are not among the inputs")
+            found = given
+        self.inputs: tuple[Tensor, ...] = tuple(Tensor(p.shape, p.dtype, p) for p in found)
+        self.names: dict[int, str] = {}
+        used: set[str] = set()
+        for o in list(found) + [o for o in order if isinstance(o, ComputeOp)]:
+            base, n = o.name, 0
+            nm = base
+            while nm in used:
+                n += 1
+                nm = f"{base}_{n}"
+            used.add(nm)
+            self.names[id(o)] = nm
+
+    @property
+    def compute_ops(self) -> tuple[ComputeOp, ...]:
+        return tuple(o for o in self.ops if isinstance(o, ComputeOp))
+
+    def name(self, op) -> str:
+        return self.names[id(op)]
+
+    def consumers(self, op) -> list:
+        """Compute ops that read ``op`` (in topological order)."""
+        return [c for c in self.compute_ops if any(t.op is op for t in input_tensors(c))]
+
+    @cached_property
+    def key(self) -> tuple:
+        """Structural key ignoring names: the workload key."""
+        return (tuple((tuple(t.shape), t.dtype.name) for t in self.inputs),
+                structural_key([t[tuple(const(0) for _ in t.shape)] if t.shape else t[()]
+                                for t in self.outputs]))
+
+
+def input_tensors(op) -> list[Tensor]:
+    """Distinct tensors read by a compute op, in order of first read."""
+    if not isinstance(op, ComputeOp):
+        return []
+    out: list[Tensor] = []
+    seen = set()
+    roots = list(op.body)
+    for e in walk(roots):
+        if e.op is Op.LOAD and isinstance(e.arg, Tensor):
+            k = (id(e.arg.op), e.arg.value_index)
+            if k not in seen:
+                seen.add(k)
+                out.append(e.arg)
+    return out

@@ -1,0 +1,90 @@
+"""``build(schedule, target)``: lower, render, compile, load; returns a callable Kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..dsl.errors import KernelArgumentError
+from ..schedules.loops import LoweredFunc
+from ..schedules.schedule import Schedule
+from .codegen.c import render_c
+from .cpu import Library, compile_c
+from .targets import Target, get_target
+from .timing import TimingResult, measure
+
+
+class Kernel:
+    """A compiled kernel: call it on numpy arrays (inputs, optionally then outputs).
+
+    With only the inputs given, outputs are allocated and returned (one array, or a tuple).
+    ``.source`` is the generated code; ``.time(*args)`` measures it.
+    """
+
+    def __init__(self, fn: LoweredFunc, source: str, lib: Library, target: Target):
+        self.lowered = fn
+        self.source = source
+        self.target = target
+        self._lib = lib
+        self.inputs = fn.args[:fn.num_inputs]
+        self.outputs = fn.args[fn.num_inputs:]
+
+    def _check(self, k: int, a, buf, is_out: bool) -> np.ndarray:
+        what = f"{'output' if is_out else 'input'} '{buf.name}' (argument {k})"
+        if not isinstance(a, np.ndarray):
+            if is_out:
+                raise KernelArgumentError(f"{what} must be a numpy array, got {type(a).__name__}")
+            a = np.asarray(a)
+            if a.dtype != buf.dtype.np:
+                a = a.astype(buf.dtype.np) if a.dtype.kind in "iufb" and np.can_cast(a, buf.dtype.np, "same_kind") else a
+        if a.dtype != buf.dtype.np:
+            raise KernelArgumentError(f"{what} has dtype {a.dtype}, expected {buf.dtype}")
+        if tuple(a.shape) != tuple(buf.shape):
+            raise KernelArgumentError(f"{what} has shape {tuple(a.shape)}, expected {tuple(buf.shape)}")
+        if not a.flags.c_contiguous:
+            if is_out:
+                raise KernelArgumentError(f"{what} must be C-contiguous")
+            a = np.ascontiguousarray(a)
+        if is_out and not a.flags.writeable:
+            raise KernelArgumentError(f"{what} is read-only")
+        return a
+
+    def prepare(self, args) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        nin, nout = len(self.inputs), len(self.outputs)
+        if len(args) not in (nin, nin + nout):
+            raise KernelArgumentError(f"kernel '{self.lowered.name}' takes {nin} inputs "
+                                      f"({', '.join(b.name for b in self.inputs)}) and optionally "
+                                      f"{nout} outputs, got {len(args)} arguments")
+        ins = [self._check(k, a, b, False) for k, (a, b) in enumerate(zip(args, self.inputs))]
+        if len(args) == nin:
+            outs = [np.empty(b.shape, b.dtype.np) for b in self.outputs]
+        else:
+            outs = [self._check(nin + k, a, b, True) for k, (a, b) in enumerate(zip(args[nin:], self.outputs))]
+        return ins, outs
+
+    def __call__(self, *args):
+        ins, outs = self.prepare(args)
+        ptrs = self._lib.pack(ins + outs)
+        self._lib.entry(ptrs)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def time(self, *args, repeat: int = 10, min_repeat_ms: float = 50.0, number: int | None = None) -> TimingResult:
+        """Seconds per call: ``repeat`` repeats of ``number`` calls each (chosen so a repeat
+        lasts ``min_repeat_ms``); every repeat is kept."""
+        ins, outs = self.prepare(args)
+        ptrs = self._lib.pack(ins + outs)
+        return measure(lambda n: self._lib.bench(ptrs, n), repeat, min_repeat_ms, number)
+
+    def __repr__(self) -> str:
+        return f"Kernel({self.lowered.name}, target={self.target})"
+
+
+def build(schedule, target="cpu", name: str = "kernel") -> Kernel:
+    """Compile ``schedule`` (a Schedule, or tensors for the default schedule) for ``target``."""
+    if not isinstance(schedule, Schedule):
+        schedule = Schedule(schedule)
+    t = get_target(target)
+    fn = schedule.lower() if name == "kernel" else __import__(
+        "hlotune.schedules.lower", fromlist=["lower"]).lower(schedule, name)
+    src = render_c(fn)
+    lib = Library(compile_c(src, t.compiler))
+    return Kernel(fn, src, lib, t)

@@ -1,0 +1,311 @@
+"""The C-family renderer base: loop-nest IR -> C-like source.
+
+Backends (C/OpenMP, OpenCL, CUDA) subclass ``CStyleRenderer`` and differ in strings, the
+``code_for_op`` table entries they override and capability attributes. 16-bit floats are
+held as ``float`` in registers and rounded after every op (as XLA:CPU does); they are stored
+as ``uint16_t`` (bf16) or the backend's half type.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from ...dsl import dtypes as dt
+from ...dsl.dtypes import DType
+from ...dsl.errors import LoweringError
+from ...dsl.expr import Expr, binary
+from ...dsl.ops import GroupOp, Op
+from ...schedules.bounds import simplify
+from ...schedules.loops import Allocate, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store
+
+_CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!="}
+_ARITH = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*"}
+_BIT = {Op.AND: "&", Op.OR: "|", Op.XOR: "^"}
+_FMATH = {Op.EXP: "exp", Op.EXPM1: "expm1", Op.LOG: "log", Op.LOG1P: "log1p", Op.SQRT: "sqrt",
+          Op.CBRT: "cbrt", Op.TANH: "tanh", Op.ERF: "erf", Op.SIN: "sin", Op.COS: "cos", Op.TAN: "tan",
+          Op.FLOOR: "floor", Op.CEIL: "ceil", Op.ROUND: "rint", Op.ABS: "fabs", Op.ATAN2: "atan2",
+          Op.POW: "pow", Op.REM: "fmod"}
+
+
+class CStyleRenderer:
+    """Renders a LoweredFunc. Subclasses set the strings and capabilities below."""
+
+    kernel_prefix = ""
+    arg_qualifier = ""              # e.g. "__global " for OpenCL
+    restrict = "__restrict__"
+    local_array_attr = ""
+    half_type = "_Float16"           # storage type of float16
+    float_suffix = "f"
+    int64_type = "int64_t"
+
+    def __init__(self):
+        self.names: dict[int, str] = {}
+        self.used: set[str] = set()
+
+    # ------------------------------------------------------------------ names and types
+    def name(self, obj, hint: str) -> str:
+        k = id(obj)
+        if k not in self.names:
+            base = re.sub(r"[^0-9a-zA-Z_]", "_", hint) or "v"
+            if base[0].isdigit():
+                base = "v" + base
+            nm, n = base, 0
+            while nm in self.used:
+                n += 1
+                nm = f"{base}_{n}"
+            self.used.add(nm)
+            self.names[k] = nm
+        return self.names[k]
+
+    def ctype(self, d: DType, storage: bool = False) -> str:
+        """C type of a value (``storage``: of an array element)."""
+        if d is dt.bfloat16:
+            return "uint16_t" if storage else "float"
+        if d is dt.float16:
+            return self.half_type if storage else "float"
+        return {"float32": "float", "float64": "double", "bool": "bool", "int8": "int8_t",
+                "int16": "int16_t", "int32": "int32_t", "int64": self.int64_type, "uint8": "uint8_t",
+                "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t"}[d.name]
+
+    @staticmethod
+    def suffix(d: DType) -> str:
+        """Helper-function suffix of a dtype."""
+        return {"float32": "f32", "float64": "f64", "bfloat16": "f32", "float16": "f32"}.get(
+            d.name, d.name.replace("int", "i").replace("ui", "u").replace("bool", "b"))
+
+    # ------------------------------------------------------------------ expressions
+    def const(self, v, d: DType) -> str:
+        if d.is_bool:
+            return "1" if v else "0"
+        if d.is_float:
+            if math.isnan(v):
+                return "NAN"
+            if math.isinf(v):
+                return "INFINITY" if v > 0 else "(-INFINITY)"
+            if d is dt.float64:
+                return repr(float(v))
+            r = repr(float(np.float32(v)))
+            return f"{r}{self.float_suffix}" if ("." in r or "e" in r) else f"{r}.0{self.float_suffix}"
+        v = int(v)
+        t = self.ctype(d)
+        info = np.iinfo(d.np)
+        if d.kind == "i" and v == info.min:
+            return f"(({t})({v + 1}) - 1)"
+        if d.kind == "i" and d.bits == 64 and -(2**31) < v < 2**31:
+            return str(v) if v >= 0 else f"({v})"
+        if d.bits == 64:
+            return f"(({t}){v}{'ULL' if d.kind == 'u' else 'LL'})"
+        return f"(({t}){v}{'u' if d.kind == 'u' else ''})"
+
+    def round16(self, s: str, d: DType) -> str:
+        if d is dt.bfloat16:
+            return f"hl_round_bf16({s})"
+        if d is dt.float16:
+            return f"hl_round_f16({s})"
+        return s
+
+    def flat_index(self, buf: Buffer, idx) -> Expr:
+        flat = None
+        stride = 1
+        for i, n in reversed(list(zip(idx, buf.shape))):
+            term = binary(Op.MUL, i, stride)
+            flat = term if flat is None else binary(Op.ADD, term, flat)
+            stride *= n
+        return simplify(flat) if flat is not None else Expr(Op.CONST, dt.index, (), 0)
+
+    def load(self, e: Expr) -> str:
+        buf: Buffer = e.arg
+        s = f"{self.name(buf, buf.name)}[{self.expr(self.flat_index(buf, e.src))}]"
+        if buf.dtype is dt.bfloat16:
+            return f"hl_bf16_to_f32({s})"
+        if buf.dtype is dt.float16:
+            return f"((float){s})"
+        return s
+
+    def expr(self, e: Expr) -> str:
+        op, d = e.op, e.dtype
+        if op is Op.CONST:
+            return self.const(e.arg, d)
+        if op is Op.VAR:
+            return self.name(e.arg, e.arg.name)
+        if op is Op.LOAD:
+            return self.load(e)
+        a = [self.expr(s) for s in e.src]
+        sd = e.src[0].dtype if e.src else d
+        if op in _CMP:
+            return f"({a[0]} {_CMP[op]} {a[1]})"
+        if op is Op.SELECT:
+            return f"({a[0]} ? {a[1]} : {a[2]})"
+        if op is Op.CAST:
+            return self.cast(a[0], sd, d)
+        if op is Op.BITCAST:
+            return self.bitcast(a[0], sd, d)
+        if sd.is_float:
+            return self.round16(self.float_op(op, a, sd), d)
+        return self.int_op(op, a, sd, e)
+
+    def float_op(self, op: Op, a: list[str], d: DType) -> str:
+        f = "" if d is dt.float64 else "f"
+        if op in _ARITH:
+            return f"({a[0]} {_ARITH[op]} {a[1]})"
+        if op is Op.DIV:
+            return f"({a[0]} / {a[1]})"
+        if op is Op.NEG:
+            return f"(-{a[0]})"
+        if op in _FMATH:
+            return f"{_FMATH[op]}{f}({', '.join(a)})"
+        if op is Op.RSQRT:
+            one = "1.0" if d is dt.float64 else f"1.0{self.float_suffix}"
+            return f"({one} / sqrt{f}({a[0]}))"
+        if op in (Op.MAX, Op.MIN, Op.SIGN, Op.FLOORDIV, Op.FLOORMOD):
+            return f"hl_{op.name.lower()}_{'f64' if d is dt.float64 else 'f32'}({', '.join(a)})"
+        if op is Op.ISFINITE:
+            return f"isfinite({a[0]})"
+        raise LoweringError(f"{type(self).__name__}: no rendering of {op.name} on {d}")
+
+    def int_op(self, op: Op, a: list[str], d: DType, e: Expr) -> str:
+        t = self.ctype(d)
+        narrow = d.bits < 32 and not d.is_bool
+        sfx = self.suffix(d)
+        if op in _ARITH:
+            r = f"({a[0]} {_ARITH[op]} {a[1]})"
+        elif op in _BIT:
+            r = f"({a[0]} {_BIT[op]} {a[1]})"
+        elif op in (Op.DIV, Op.REM):
+            c = e.src[1]
+            if c.op is Op.CONST and c.arg > 0:
+                r = f"({a[0]} {'/' if op is Op.DIV else '%'} {a[1]})"
+            else:
+                r = f"hl_{op.name.lower()}_{sfx}({a[0]}, {a[1]})"
+        elif op in (Op.FLOORDIV, Op.FLOORMOD, Op.SHL, Op.SHRA, Op.SHRL, Op.POW, Op.CLZ, Op.POPCNT,
+                    Op.ABS, Op.SIGN):
+            r = f"hl_{op.name.lower()}_{sfx}({', '.join(a)})"
+        elif op is Op.MAX:
+            r = f"({a[0]} > {a[1]} ? {a[0]} : {a[1]})"
+        elif op is Op.MIN:
+            r = f"({a[0]} < {a[1]} ? {a[0]} : {a[1]})"
+        elif op is Op.NEG:
+            r = f"(-{a[0]})" if not d.is_bool else a[0]
+        elif op is Op.NOT:
+            r = f"(!{a[0]})" if d.is_bool else f"(~{a[0]})"
+        else:
+            raise LoweringError(f"{type(self).__name__}: no rendering of {op.name} on {d}")
+        return f"(({t}){r})" if narrow and op not in (Op.CLZ, Op.POPCNT) else r
+
+    def cast(self, s: str, src: DType, d: DType) -> str:
+        if d.is_bool:
+            return f"({s} != 0)"
+        if d.is_int and src.is_float:
+            return f"hl_f2i_{self.suffix(d)}({s})"
+        if d.is_float:
+            return self.round16(f"(({self.ctype(d)}){s})", d)
+        return f"(({self.ctype(d)}){s})"
+
+    def bitcast(self, s: str, src: DType, d: DType) -> str:
+        if src is dt.bfloat16:
+            s, src = f"hl_f32_to_bf16({s})", dt.uint16
+        if src is dt.float16:
+            s, src = f"hl_f32_to_f16bits({s})", dt.uint16
+        if d is dt.bfloat16:
+            return f"hl_bf16_to_f32(({self.ctype(dt.uint16)}){self.bitcast(s, src, dt.uint16)})"
+        if d is dt.float16:
+            return f"hl_f16bits_to_f32({self.bitcast(s, src, dt.uint16)})"
+        return f"hl_bitcast_{self.suffix(src)}_{self.suffix(d)}({s})"
+
+    # ------------------------------------------------------------------ statements
+    def store(self, s: Store) -> str:
+        buf = s.buffer
+        v = self.expr(s.value)
+        if buf.dtype is dt.bfloat16:
+            v = f"hl_f32_to_bf16({v})"
+        elif buf.dtype is dt.float16:
+            v = f"(({self.half_type}){v})"
+        return f"{self.name(buf, buf.name)}[{self.expr(self.flat_index(buf, s.indices))}] = {v};"
+
+    def loop_pragma(self, f: For) -> list[str]:
+        return []
+
+    def allocate(self, a: Allocate, pad: str) -> tuple[list[str], list[str]]:
+        """Lines that open and close buffer ``a.buffer``'s lifetime."""
+        b = a.buffer
+        t = self.ctype(b.dtype, storage=True)
+        return [f"{pad}{t} {self.name(b, b.name)}[{max(b.size, 1)}]{self.local_array_attr};"], []
+
+    def stmt(self, s: Stmt, depth: int) -> list[str]:
+        pad = "  " * depth
+        if isinstance(s, Seq):
+            return [ln for x in s.stmts for ln in self.stmt(x, depth)]
+        if isinstance(s, Store):
+            return [pad + self.store(s)]
+        if isinstance(s, For):
+            v = self.name(s.var, s.var.name)
+            head = [pad + p for p in self.loop_pragma(s)]
+            return head + [f"{pad}for ({self.int64_type} {v} = 0; {v} < {self.expr(s.extent)}; ++{v}) {{",
+                           *self.stmt(s.body, depth + 1), pad + "}"]
+        if isinstance(s, If):
+            return [f"{pad}if ({self.expr(s.cond)}) {{", *self.stmt(s.then, depth + 1), pad + "}"]
+        if isinstance(s, Let):
+            t = self.ctype(s.var.dtype)
+            return [pad + "{", f"{pad}  {t} {self.name(s.var, s.var.name)} = {self.expr(s.value)};",
+                    *self.stmt(s.body, depth + 1), pad + "}"]
+        if isinstance(s, Allocate):
+            open_, close = self.allocate(s, pad + "  ")
+            return [pad + "{", *open_, *self.stmt(s.body, depth + 1), *close, pad + "}"]
+        raise LoweringError(f"cannot render statement {s!r}")
+
+    def signature(self, fn: LoweredFunc) -> str:
+        params = []
+        for k, b in enumerate(fn.args):
+            const = "const " if k < fn.num_inputs else ""
+            params.append(f"{self.arg_qualifier}{const}{self.ctype(b.dtype, True)}* {self.restrict} "
+                          f"{self.name(b, b.name)}")
+        return f"{self.kernel_prefix}void {fn.name}({', '.join(params)})"
+
+    def render(self, fn: LoweredFunc) -> str:
+        """The full source of ``fn``."""
+        for b in fn.args:
+            self.name(b, b.name)
+        body = self.stmt(fn.body, 1)
+        return "\n".join([self.preamble(fn), self.signature(fn) + " {", *body, "}", self.postamble(fn)])
+
+    def preamble(self, fn: LoweredFunc) -> str:
+        return ""
+
+    def postamble(self, fn: LoweredFunc) -> str:
+        return ""
+
+
+def used_ops(fn: LoweredFunc) -> set[Op]:
+    """Every op appearing in ``fn`` (for backends that check capabilities)."""
+    from ...dsl.expr import walk
+    ops: set[Op] = set()
+
+    def visit(s):
+        if isinstance(s, Seq):
+            for x in s.stmts:
+                visit(x)
+            return
+        exprs = []
+        if isinstance(s, Store):
+            exprs = [s.value, *s.indices]
+        elif isinstance(s, For):
+            exprs = [s.extent]
+            visit(s.body)
+        elif isinstance(s, If):
+            exprs = [s.cond]
+            visit(s.then)
+        elif isinstance(s, Let):
+            exprs = [s.value]
+            visit(s.body)
+        elif isinstance(s, Allocate):
+            visit(s.body)
+        ops.update(e.op for e in walk(exprs))
+
+    visit(fn.body)
+    return ops
+
+
+__all__ = ["CStyleRenderer", "used_ops", "GroupOp"]

@@ -1,0 +1,93 @@
+"""The CPU device: compile C with the system compiler into a shared library (cached by
+source + flags + compiler version), load it with ctypes, call and time it."""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import logging
+import os
+import shlex
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from ..dsl.errors import CompileError
+
+log = logging.getLogger(__name__)
+
+DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fwrapv", "-fPIC", "-shared")
+
+
+@dataclass(frozen=True)
+class CCompiler:
+    """A C compiler command and its flags (``-O3 -march=native -fopenmp`` by default)."""
+
+    cc: str = field(default_factory=lambda: os.environ.get("CC", "gcc"))
+    flags: tuple[str, ...] = DEFAULT_FLAGS
+
+    @property
+    def version(self) -> str:
+        return compiler_version(self.cc)
+
+
+@lru_cache(maxsize=None)
+def compiler_version(cc: str) -> str:
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise CompileError(f"C compiler '{cc}' cannot be run: {e}") from e
+    return out.stdout.splitlines()[0] if out.stdout else cc
+
+
+def cache_dir() -> Path:
+    """Where compiled kernels are cached (``$HLOTUNE_CACHE`` or ``~/.cache/hlotune``)."""
+    d = Path(os.environ.get("HLOTUNE_CACHE", Path.home() / ".cache" / "hlotune")) / "cpu"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def compile_c(source: str, compiler: CCompiler | None = None, timeout: float = 300) -> Path:
+    """Compile ``source`` to a shared library; returns its path (from the cache when present)."""
+    compiler = compiler or CCompiler()
+    key = hashlib.sha256("\0".join([source, *compiler.flags, compiler.version]).encode()).hexdigest()[:24]
+    out = cache_dir() / f"k_{key}.so"
+    if out.exists():
+        return out
+    with tempfile.TemporaryDirectory(prefix="hlotune_") as tmp:
+        src = Path(tmp) / "kernel.c"
+        src.write_text(source)
+        tmp_so = Path(tmp) / "kernel.so"
+        cmd = [compiler.cc, *compiler.flags, str(src), "-o", str(tmp_so), "-lm"]
+        log.debug("compiling: %s", shlex.join(cmd))
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            raise CompileError(f"C compiler timed out after {timeout}s", "", source) from e
+        if r.returncode != 0:
+            raise CompileError(f"C compilation failed ({compiler.cc}):\n{r.stderr[-4000:]}", r.stderr, source)
+        os.replace(tmp_so, out)  # atomic: concurrent builders agree
+    return out
+
+
+class Library:
+    """A loaded kernel library with ``hl_entry(void**)`` and ``hl_bench(void**, n) -> seconds``."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.lib = ctypes.CDLL(str(path))
+        self.entry = self.lib.hl_entry
+        self.entry.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+        self.entry.restype = None
+        self.bench = self.lib.hl_bench
+        self.bench.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64]
+        self.bench.restype = ctypes.c_double
+
+    @staticmethod
+    def pack(arrays) -> ctypes.Array:
+        ptrs = (ctypes.c_void_p * max(1, len(arrays)))()
+        for k, a in enumerate(arrays):
+            ptrs[k] = a.ctypes.data
+        return ptrs

@@ -1,0 +1,66 @@
+"""Targets: where kernels run, with a stable key and provenance for the tuning database.
+
+``cpu`` is the host CPU through the system C compiler; ``opencl[:platform:device]`` and
+``cuda[:N]`` name device backends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from ..dsl.errors import TargetError
+from .cpu import CCompiler
+
+
+@lru_cache(maxsize=None)
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+@dataclass(frozen=True)
+class Target:
+    """A backend and device. ``key`` identifies it in the database; ``provenance`` says what ran."""
+
+    kind: str
+    device: str = ""
+    compiler: CCompiler = field(default_factory=CCompiler)
+    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+
+    @property
+    def provenance(self) -> dict:
+        return {"kind": self.kind, "device": self.device, "compiler": self.compiler.cc,
+                "compiler_version": self.compiler.version, "flags": list(self.compiler.flags),
+                "cpu_model": cpu_model(), "host": platform.node(), "threads": self.threads}
+
+    @property
+    def key(self) -> str:
+        p = self.provenance
+        ident = {k: p[k] for k in ("kind", "device", "compiler_version", "flags", "cpu_model", "threads")}
+        return f"{self.kind}-" + hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
+
+    def __str__(self) -> str:
+        return self.kind if not self.device else f"{self.kind}:{self.device}"
+
+
+def get_target(spec) -> Target:
+    """``'cpu'`` (or a Target) -> Target; unknown names raise TargetError."""
+    if isinstance(spec, Target):
+        return spec
+    name = str(spec).strip().lower()
+    if name in ("cpu", "c", "llvm", "host"):
+        return Target("cpu", cpu_model())
+    if name.split(":")[0] in ("opencl", "cuda"):
+        raise TargetError(f"target '{spec}' is not available in this build of hlotune yet; use 'cpu'")
+    raise TargetError(f"unknown target '{spec}'; expected 'cpu', 'opencl[:P:D]' or 'cuda[:N]'")

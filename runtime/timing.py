@@ -1,0 +1,49 @@
+"""Timing results: every repeat is kept (seconds per call)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class TimingResult:
+    """``times[r]`` is the mean seconds per call over ``number`` calls in repeat ``r``."""
+
+    times: tuple[float, ...]
+    number: int
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.times)
+
+    @property
+    def min(self) -> float:
+        return min(self.times)
+
+    @property
+    def max(self) -> float:
+        return max(self.times)
+
+    def __repr__(self) -> str:
+        return (f"TimingResult(median={self.median * 1e6:.1f}us, min={self.min * 1e6:.1f}us, "
+                f"repeats={len(self.times)}, number={self.number})")
+
+
+def measure(run_n: Callable[[int], float], repeat: int = 10, min_repeat_ms: float = 50.0,
+            number: int | None = None, warmup: int = 1) -> TimingResult:
+    """Time ``run_n(n) -> seconds for n calls``: pick ``number`` so one repeat lasts at least
+    ``min_repeat_ms`` (as TVM's ``min_repeat_ms``), then take ``repeat`` repeats."""
+    if warmup:
+        run_n(warmup)
+    if number is None:
+        number = 1
+        while True:
+            t = run_n(number)
+            if t * 1e3 >= min_repeat_ms or number >= 1 << 30:
+                break
+            grow = (min_repeat_ms / 1e3) / max(t, 1e-9)
+            number = max(number * 2, min(int(number * grow * 1.2) + 1, number * 1000))
+    times = tuple(run_n(number) / number for _ in range(repeat))
+    return TimingResult(times, number)

@@ -1,0 +1,159 @@
+"""Integer interval arithmetic on index expressions, for bound inference and guard elision.
+
+``Interval(lo, ext)`` is the set ``[lo, lo + ext)`` where ``lo`` is an index Expr (it may name
+loop variables fixed at the attach point) and ``ext`` a constant. ``static_range`` gives the
+constant ``(min, max)`` of an expression over known variable ranges.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..dsl.expr import Expr, as_expr, binary, rebuild
+from ..dsl.ops import Op
+
+
+@dataclass(frozen=True)
+class Interval:
+    lo: Expr
+    ext: int
+
+    @property
+    def is_point(self) -> bool:
+        return self.ext == 1
+
+
+def interval(e: Expr, env: dict) -> Interval | None:
+    """The interval of index expression ``e`` when each variable ``v`` in ``env`` ranges over
+    ``env[v]`` (an Interval); other variables are fixed. ``None`` when not inferable."""
+    op = e.op
+    if op is Op.CONST:
+        return Interval(e, 1)
+    if op is Op.VAR:
+        return env.get(e.arg, Interval(e, 1))
+    src = [interval(s, env) for s in e.src] if op is not Op.LOAD else None
+    if src is not None and any(s is None for s in src):
+        return None
+    if op is Op.ADD:
+        a, b = src
+        return Interval(binary(Op.ADD, a.lo, b.lo), a.ext + b.ext - 1)
+    if op is Op.SUB:
+        a, b = src
+        return Interval(binary(Op.SUB, a.lo, binary(Op.ADD, b.lo, b.ext - 1)), a.ext + b.ext - 1)
+    if op is Op.MUL:
+        a, b = src
+        if a.is_point and a.lo.op is Op.CONST and not (b.is_point and b.lo.op is Op.CONST):
+            a, b = b, a
+        if not (b.is_point and b.lo.op is Op.CONST):
+            return Interval(binary(Op.MUL, a.lo, b.lo), 1) if a.is_point and b.is_point else None
+        c = b.lo.arg
+        if c >= 0:
+            return Interval(binary(Op.MUL, a.lo, c), (a.ext - 1) * c + 1)
+        return Interval(binary(Op.MUL, binary(Op.ADD, a.lo, a.ext - 1), c), (a.ext - 1) * -c + 1)
+    if op in (Op.FLOORDIV, Op.DIV) and src[1].is_point and src[1].lo.op is Op.CONST and src[1].lo.arg > 0:
+        a, c = src[0], src[1].lo.arg
+        if a.is_point:
+            return Interval(binary(op, a.lo, c), 1)
+        return Interval(binary(op, a.lo, c), (a.ext - 1) // c + 2)
+    if op in (Op.FLOORMOD, Op.REM) and src[1].is_point and src[1].lo.op is Op.CONST and src[1].lo.arg > 0:
+        a, c = src[0], src[1].lo.arg
+        return Interval(binary(op, a.lo, c), 1) if a.is_point else Interval(as_expr(0, e.dtype), c)
+    if src is not None and all(s.is_point for s in src) and op is not Op.REDUCE:
+        return Interval(rebuild(e, tuple(s.lo for s in src)), 1)
+    return None
+
+
+def static_range(e: Expr, ranges: dict) -> tuple[int, int] | None:
+    """Constant ``(min, max)`` of ``e`` with variables in ``ranges`` (IterVar -> (min, max));
+    ``None`` when unknown."""
+    op = e.op
+    if op is Op.CONST:
+        v = e.arg
+        return (int(v), int(v)) if isinstance(v, (int, bool)) else None
+    if op is Op.VAR:
+        return ranges.get(e.arg)
+    if op not in (Op.ADD, Op.SUB, Op.MUL, Op.MIN, Op.MAX, Op.DIV, Op.FLOORDIV, Op.REM, Op.FLOORMOD, Op.CAST):
+        return None
+    rs = [static_range(s, ranges) for s in e.src]
+    if any(r is None for r in rs):
+        return None
+    if op is Op.CAST:
+        return rs[0] if e.dtype.is_int else None
+    (a0, a1), (b0, b1) = rs
+    if op is Op.ADD:
+        return a0 + b0, a1 + b1
+    if op is Op.SUB:
+        return a0 - b1, a1 - b0
+    if op is Op.MUL:
+        p = [a0 * b0, a0 * b1, a1 * b0, a1 * b1]
+        return min(p), max(p)
+    if op is Op.MIN:
+        return min(a0, b0), min(a1, b1)
+    if op is Op.MAX:
+        return max(a0, b0), max(a1, b1)
+    if b0 == b1 and b0 > 0 and a0 >= 0:
+        if op in (Op.DIV, Op.FLOORDIV):
+            return a0 // b0, a1 // b0
+        return (a0, a1) if a1 < b0 else (0, b0 - 1)
+    return None
+
+
+def linear(e: Expr):
+    """``e`` as ``({atom_key: (coeff, atom)}, const)`` for affine index expressions; atoms are
+    variables or other sub-expressions keyed structurally. ``None`` if a product is not affine."""
+    op = e.op
+    if op is Op.CONST and isinstance(e.arg, int):
+        return {}, e.arg
+    if op in (Op.ADD, Op.SUB):
+        a, b = linear(e.src[0]), linear(e.src[1])
+        if a is None or b is None:
+            return None
+        s = -1 if op is Op.SUB else 1
+        terms = dict(a[0])
+        for k, (c, at) in b[0].items():
+            terms[k] = (terms.get(k, (0, at))[0] + s * c, at)
+        return {k: v for k, v in terms.items() if v[0] != 0}, a[1] + s * b[1]
+    if op is Op.MUL:
+        a, b = linear(e.src[0]), linear(e.src[1])
+        if a is None or b is None:
+            return None
+        if not b[0]:
+            a, b = b, a
+        if a[0]:
+            return None
+        c = a[1]
+        return {k: (v[0] * c, v[1]) for k, v in b[0].items() if v[0] * c}, b[1] * c
+    return {ident_key(e): (1, e)}, 0
+
+
+def ident_key(e: Expr) -> tuple:
+    """A key equal for expressions built from the same variables and buffers (by identity)."""
+    if e.op is Op.VAR or e.op is Op.LOAD:
+        return (e.op.value, id(e.arg), tuple(ident_key(s) for s in e.src))
+    return (e.op.value, e.dtype.name, e.arg if e.op is Op.CONST else None,
+            tuple(ident_key(s) for s in e.src))
+
+
+def const_difference(a: Expr, b: Expr) -> int | None:
+    """``a - b`` when it is a constant, else None."""
+    la, lb = linear(a), linear(b)
+    if la is None or lb is None:
+        return None
+    if {k: v[0] for k, v in la[0].items()} != {k: v[0] for k, v in lb[0].items()}:
+        return None
+    return la[1] - lb[1]
+
+
+def simplify(e: Expr) -> Expr:
+    """Rebuild an affine index expression from its linear form (``(a*4+b) - a*4`` -> ``b``)."""
+    lf = linear(e)
+    if lf is None or not e.dtype.is_int:
+        return e
+    terms, c = lf
+    out: Expr | None = None
+    for coeff, atom in terms.values():
+        t = atom if coeff == 1 else binary(Op.MUL, atom, coeff)
+        out = t if out is None else binary(Op.ADD, out, t)
+    if out is None:
+        return as_expr(c, e.dtype)
+    return binary(Op.ADD, out, c) if c else out

@@ -1,0 +1,126 @@
+"""The loop-nest IR that schedules lower to and renderers print.
+
+Statements: ``For`` (``var`` runs over ``[0, extent)``; ``kind`` serial, parallel, vectorize,
+unroll or ``bind:<thread>``), ``Store`` (``buffer[indices] = value``), ``Allocate`` (a buffer
+live in ``body``), ``If``, ``Let`` (a scalar ``var = value`` visible in ``body``) and ``Seq``.
+Buffer reads inside expressions are ``Expr(Op.LOAD, dtype, indices, buffer)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..dsl.dtypes import DType
+from ..dsl.expr import Expr, IterVar
+from ..dsl.ops import Op
+from ..dsl.printer import expr_str
+
+
+@dataclass(frozen=True, eq=False)
+class Buffer:
+    """A row-major array: ``scope`` is 'arg' (kernel argument), 'global' (heap temporary) or
+    'local' (per-thread scratch, declared where it is allocated)."""
+
+    name: str
+    dtype: DType
+    shape: tuple[int, ...]
+    scope: str = "global"
+
+    __hash__ = object.__hash__
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def load(self, indices) -> Expr:
+        return Expr(Op.LOAD, self.dtype, tuple(indices), self)
+
+
+class Stmt:
+    """Base of statements."""
+
+
+@dataclass(frozen=True, eq=False)
+class For(Stmt):
+    var: IterVar
+    extent: Expr
+    kind: str
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class Store(Stmt):
+    buffer: Buffer
+    indices: tuple[Expr, ...]
+    value: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Allocate(Stmt):
+    buffer: Buffer
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class If(Stmt):
+    cond: Expr
+    then: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class Let(Stmt):
+    var: IterVar
+    value: Expr
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class Seq(Stmt):
+    stmts: tuple[Stmt, ...]
+
+
+def seq(*stmts) -> Stmt:
+    """A Seq of the given statements with nested Seqs flattened."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        if s is None:
+            continue
+        flat.extend(s.stmts if isinstance(s, Seq) else [s])
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+@dataclass(frozen=True, eq=False)
+class LoweredFunc:
+    """A lowered kernel: ``args`` (inputs then outputs, as Buffers) and the loop nest."""
+
+    name: str
+    args: tuple[Buffer, ...]
+    num_inputs: int
+    body: Stmt
+
+    def __str__(self) -> str:
+        head = ", ".join(f"{b.name}: {b.dtype}{list(b.shape)}" for b in self.args)
+        return f"def {self.name}({head}):\n" + stmt_str(self.body, 1)
+
+
+def stmt_str(s: Stmt, depth: int = 0) -> str:
+    """Readable pseudo-code of a statement."""
+    pad = "  " * depth
+    if isinstance(s, Seq):
+        return "".join(stmt_str(x, depth) for x in s.stmts)
+    if isinstance(s, For):
+        tag = "" if s.kind == "serial" else f"  # {s.kind}"
+        return f"{pad}for {s.var.name} in range({expr_str(s.extent)}):{tag}\n" + stmt_str(s.body, depth + 1)
+    if isinstance(s, Store):
+        return f"{pad}{s.buffer.name}[{', '.join(expr_str(i) for i in s.indices)}] = {expr_str(s.value)}\n"
+    if isinstance(s, Allocate):
+        return (f"{pad}{s.buffer.name} = alloc({s.buffer.dtype}{list(s.buffer.shape)}, "
+                f"{s.buffer.scope})\n" + stmt_str(s.body, depth))
+    if isinstance(s, If):
+        return f"{pad}if {expr_str(s.cond)}:\n" + stmt_str(s.then, depth + 1)
+    if isinstance(s, Let):
+        return f"{pad}{s.var.name} = {expr_str(s.value)}\n" + stmt_str(s.body, depth)
+    raise TypeError(f"not a statement: {s!r}")

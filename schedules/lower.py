@@ -1,0 +1,409 @@
+"""Lower a Schedule to the loop-nest IR.
+
+Per stage: leaf loops (outer to inner) come from the stage's split/fuse relations, with
+``axis = outer * factor + inner`` and ``outer = fused / extent(inner)``,
+``inner = fused % extent(inner)``. A split that does not divide bounds its inner loop by
+``min(factor, n - outer * factor)`` when the outer loop encloses it, else guards the body.
+Reductions initialize the accumulator just before their first reduction loop. Stages computed
+at a loop get a local buffer covering the region their reader touches inside that loop
+(bound inference), indexed relative to the region's start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..dsl import dtypes as dt
+from ..dsl.errors import ScheduleError
+from ..dsl.expr import Expr, IterVar, as_expr, binary, substitute, walk
+from ..dsl.ops import Op
+from ..dsl.tensor import PlaceholderOp, Tensor, input_tensors
+from .bounds import Interval, const_difference, interval, simplify, static_range
+from .loops import Allocate, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store, seq
+from .schedule import FuseRel, Schedule, SplitRel, Stage, check
+
+#: Root intermediates up to this many bytes live on the stack; larger ones on the heap.
+STACK_BYTES = 1 << 16
+
+
+@dataclass
+class _Region:
+    """Where a stage's values live: ``buffers[k]`` holds output k; element ``x`` of the stage
+    is at ``buffer[x - lo]`` (``lo`` None for root stages)."""
+
+    buffers: tuple[Buffer, ...]
+    lo: tuple[Expr, ...] | None = None
+    ext: tuple[int, ...] | None = None
+
+
+class _Lowerer:
+    def __init__(self, s: Schedule):
+        self.s = s
+        self.g = s.graph
+        self.ranges: dict[IterVar, tuple[int, int]] = {}
+        self.regions: dict[str, _Region] = {}
+        self.inline_memo: dict[int, tuple[Expr, ...]] = {}
+        self.attached: dict[IterVar, list[Stage]] = {}
+        self.planned: dict[str, list[Interval]] = {}
+        self.args: list[Buffer] = []
+        self.readers = self._readers()
+        for st in s.stages.values():
+            if st.attach[0] == "at":
+                self.attached.setdefault(st.attach[2], []).append(st)
+
+    # -------------------------------------------------------------- graph facts
+    def _stage_of(self, t: Tensor) -> Stage | None:
+        return self.s.stage_of_op(t.op)
+
+    def body(self, st: Stage) -> tuple[Expr, ...]:
+        """The stage's body with inlined stages substituted (tensor loads remain)."""
+        if id(st) in self.inline_memo:
+            return self.inline_memo[id(st)]
+
+        def load_fn(e, idx):
+            p = self._stage_of(e.arg)
+            if p is None or p.attach[0] != "inline":
+                return None
+            pb = self.body(p)[e.arg.value_index]
+            return substitute(pb, dict(zip(p.op.axis, idx)))
+
+        out = tuple(substitute(b, {}, load_fn) for b in st.op.body)
+        self.inline_memo[id(st)] = out
+        return out
+
+    def _readers(self) -> dict[str, set[str]]:
+        """Non-inlined reader stages of each stage (through inlined ones)."""
+        direct: dict[str, set[str]] = {n: set() for n in self.s.stages}
+        for st in self.s.stages.values():
+            for t in input_tensors(st.op):
+                p = self._stage_of(t)
+                if p is not None:
+                    direct[p.name].add(st.name)
+        out: dict[str, set[str]] = {}
+
+        def resolve(n, seen=()):
+            res = set()
+            for r in direct[n]:
+                if self.s.stages[r].attach[0] == "inline" and r not in seen:
+                    res |= resolve(r, seen + (r,))
+                else:
+                    res.add(r)
+            return res
+
+        for n in self.s.stages:
+            out[n] = resolve(n)
+        return out
+
+    # -------------------------------------------------------------- buffers
+    def make_args(self) -> None:
+        for t in self.g.inputs:
+            b = Buffer(self.g.name(t.op), t.dtype, t.shape, "arg")
+            self.regions[t.op.name + f"#{id(t.op)}"] = _Region((b,))
+            self.args.append(b)
+        for t in self.g.outputs:
+            if isinstance(t.op, PlaceholderOp):
+                raise ScheduleError(f"output '{t.name}' is an input; nothing to compute")
+            st = self._stage_of(t)
+            reg = self.regions.get(st.name)
+            if reg is None:
+                bufs = tuple(Buffer(st.name if k == 0 else f"{st.name}_v{k}", b.dtype, st.op.shape, "arg")
+                             for k, b in enumerate(st.op.body))
+                reg = self.regions[st.name] = _Region(bufs)
+                self.args.extend(bufs)
+
+    def region_of(self, t: Tensor) -> tuple[Buffer, tuple[Expr, ...] | None]:
+        if isinstance(t.op, PlaceholderOp):
+            return self.regions[t.op.name + f"#{id(t.op)}"].buffers[0], None
+        st = self._stage_of(t)
+        reg = self.regions.get(st.name)
+        if reg is None:
+            raise ScheduleError(f"stage '{st.name}' is read before it is computed; is it computed at "
+                                "a loop that does not enclose its reader?")
+        return reg.buffers[t.value_index], reg.lo
+
+    def to_buffers(self, e: Expr) -> Expr:
+        """Replace tensor loads by buffer loads (relative to local regions)."""
+        def load_fn(x, idx):
+            if not isinstance(x.arg, Tensor):
+                return None
+            buf, lo = self.region_of(x.arg)
+            if lo is not None:
+                idx = tuple(simplify(binary(Op.SUB, i, l)) for i, l in zip(idx, lo))
+            return buf.load(idx)
+        return substitute(e, {}, load_fn)
+
+    # -------------------------------------------------------------- one stage
+    def stage_nest(self, st: Stage, dom: dict[IterVar, Interval] | None) -> Stmt:
+        """Loop nest computing stage ``st``; ``dom`` maps each data axis to the region computed
+        (None: the whole axis)."""
+        op = st.op
+        ext: dict[IterVar, int] = {}
+        for v in op.axis:
+            ext[v] = dom[v].ext if dom else v.extent
+        for v in op.reduce_axis:
+            ext[v] = v.extent
+        for r in st.relations:
+            if isinstance(r, SplitRel):
+                e = ext[r.parent]
+                f = min(r.factor, e)
+                ext[r.inner], ext[r.outer] = f, -(-e // f)
+            else:
+                ext[r.fused] = ext[r.outer] * ext[r.inner]
+        val: dict[IterVar, Expr] = {v: v.var for v in st.leaf}
+        tails: list[SplitRel] = []
+        for r in reversed(st.relations):
+            if isinstance(r, SplitRel):
+                f = ext[r.inner]
+                val[r.parent] = binary(Op.ADD, binary(Op.MUL, val[r.outer], f), val[r.inner])
+                if ext[r.outer] * f != ext[r.parent]:
+                    tails.append(r)
+            else:
+                n = ext[r.inner]
+                val[r.outer] = binary(Op.DIV, val[r.fused], n)
+                val[r.inner] = binary(Op.REM, val[r.fused], n)
+        for v in st.leaf:
+            self.ranges[v] = (0, ext[v] - 1)
+        for v in st.leaf:
+            for p in self.attached.get(v, []):
+                self.plan_attached(p, v)
+        # loop extents and guards
+        pos = {v: k for k, v in enumerate(st.leaf)}
+        loop_ext: dict[IterVar, Expr] = {v: as_expr(ext[v], dt.index) for v in st.leaf}
+        guards: list[tuple[Expr, bool]] = []   # (cond, involves reduce axes)
+        for r in tails:
+            if r.inner in pos and r.outer in pos and pos[r.outer] < pos[r.inner]:
+                f = ext[r.inner]
+                rest = binary(Op.SUB, ext[r.parent], binary(Op.MUL, r.outer.var, f))
+                loop_ext[r.inner] = binary(Op.MIN, as_expr(f, dt.index), rest)
+            else:
+                guards.append((binary(Op.LT, val[r.parent], ext[r.parent]), r.parent.kind == "reduce"))
+        absval: dict[IterVar, Expr] = {}
+        for v in op.axis + op.reduce_axis:
+            absval[v] = val[v] if not dom or v.kind == "reduce" else binary(Op.ADD, dom[v].lo, val[v])
+        if dom:
+            for v in op.axis:
+                a = absval[v]
+                rng = static_range(a, self.ranges)
+                if rng is None or rng[0] < 0:
+                    guards.append((binary(Op.GE, a, 0), False))
+                if rng is None or rng[1] >= v.extent:
+                    guards.append((binary(Op.LT, a, v.extent), False))
+        # statements
+        bufs = self.regions[st.name].buffers
+        store_idx = tuple(val[v] if dom else absval[v] for v in op.axis)
+        body = [substitute(b, absval) for b in self.body(st)]
+
+        def guarded(stmt, reduce_part: bool):
+            conds = [c for c, r in guards if reduce_part or not r]
+            if not conds:
+                return stmt
+            c = conds[0]
+            for x in conds[1:]:
+                c = binary(Op.AND, c, x)
+            return If(c, stmt)
+
+        if op.is_reduction:
+            spec = body[0].arg
+            red = spec.reducer
+            init = seq(*[Store(b, store_idx, self.to_buffers(i)) for b, i in zip(bufs, red.identity)])
+            vals = [self.to_buffers(x) for x in body[0].src]
+            accs = [b.load(store_idx) for b in bufs]
+            if len(bufs) == 1:
+                new = substitute(red.combine[0], {red.lhs[0]: accs[0], red.rhs[0]: vals[0]})
+                update: Stmt = Store(bufs[0], store_idx, new)
+            else:
+                tv = [IterVar(f"{st.name}_v{k}", 0, "param", x.dtype) for k, x in enumerate(vals)]
+                tn = [IterVar(f"{st.name}_n{k}", 0, "param", c.dtype) for k, c in enumerate(red.combine)]
+                m = {**dict(zip(red.lhs, accs)), **{p: t.var for p, t in zip(red.rhs, tv)}}
+                update = seq(*[Store(b, store_idx, t.var) for b, t in zip(bufs, tn)])
+                for t, c in reversed(list(zip(tn, red.combine))):
+                    update = Let(t, substitute(c, m), update)
+                for t, x in reversed(list(zip(tv, vals))):
+                    update = Let(t, x, update)
+            if spec.where is not None:
+                update = If(self.to_buffers(spec.where), update)
+            first_red = next((k for k, v in enumerate(st.leaf) if v.kind == "reduce"), len(st.leaf))
+            init_nest = self.wrap(st, [v for v in st.leaf[first_red:] if v.kind == "data"],
+                                  guarded(init, False), loop_ext, attach=False)
+            inner = self.wrap(st, st.leaf[first_red:], guarded(update, True), loop_ext)
+            return self.wrap(st, st.leaf[:first_red], seq(init_nest, inner), loop_ext)
+        stores = seq(*[Store(b, store_idx, self.to_buffers(x)) for b, x in zip(bufs, body)])
+        return self.wrap(st, st.leaf, guarded(stores, False), loop_ext)
+
+    def wrap(self, st: Stage, loops: list[IterVar], inner: Stmt,
+             loop_ext: dict, attach: bool = True) -> Stmt:
+        """Wrap ``inner`` in ``loops`` (outer first); stages attached at a loop go first in its
+        body (only when ``attach``)."""
+        out = inner
+        for v in reversed(loops):
+            if attach:
+                out = self.attach_at(v, out)
+            kind = st.annotations.get(v, "serial")
+            out = For(v, loop_ext[v], kind, out)
+        return out
+
+    def attach_at(self, v: IterVar, rest: Stmt) -> Stmt:
+        for p in reversed(self.attached.get(v, [])):
+            rest = self.compute_attached(p, rest)
+        return rest
+
+    # -------------------------------------------------------------- compute_at
+    def plan_attached(self, p: Stage, at: IterVar) -> None:
+        """Infer the region of ``p`` read inside loop ``at`` and give it a local buffer."""
+        cons = self.s.stage(at)
+        readers = self.readers[p.name]
+        check(readers == {cons.name}, f"compute_at: '{p.name}' is read by {sorted(readers) or 'no stage'}; "
+              f"it can only be computed at a loop of its single reader '{cons.name}'")
+        region = self.infer_region(p, cons, at)
+        buf = Buffer(p.name, p.op.body[0].dtype, tuple(iv.ext for iv in region), "local")
+        self.regions[p.name] = _Region((buf,), tuple(iv.lo for iv in region), tuple(iv.ext for iv in region))
+        self.planned[p.name] = region
+
+    def compute_attached(self, p: Stage, rest: Stmt) -> Stmt:
+        region = self.planned[p.name]
+        nest = self.stage_nest(p, dict(zip(p.op.axis, region)))
+        return Allocate(self.regions[p.name].buffers[0], seq(nest, rest))
+
+    def infer_region(self, p: Stage, cons: Stage, at: IterVar) -> list[Interval]:
+        """Region of ``p`` that ``cons`` reads inside loop ``at`` (loops outside and ``at`` fixed)."""
+        k = cons.leaf.index(at)
+        free = set(cons.leaf[k + 1:])
+        env: dict[IterVar, Interval] = {}
+        ext = {}
+        op = cons.op
+        reg = self.regions.get(cons.name)
+        for v in op.axis:
+            ext[v] = reg.ext[op.axis.index(v)] if reg and reg.lo is not None else v.extent
+        for v in op.reduce_axis:
+            ext[v] = v.extent
+        for r in cons.relations:
+            if isinstance(r, SplitRel):
+                e = ext[r.parent]
+                f = min(r.factor, e)
+                ext[r.inner], ext[r.outer] = f, -(-e // f)
+            else:
+                ext[r.fused] = ext[r.outer] * ext[r.inner]
+        for v in cons.leaf:
+            env[v] = Interval(as_expr(0, dt.index), ext[v]) if v in free else Interval(v.var, 1)
+        for r in reversed(cons.relations):
+            if isinstance(r, SplitRel):
+                f = ext[r.inner]
+                o, i = env[r.outer], env[r.inner]
+                lo = binary(Op.ADD, binary(Op.MUL, o.lo, f), i.lo)
+                env[r.parent] = Interval(lo, min((o.ext - 1) * f + i.ext, ext[r.parent]))
+            else:
+                fz = env[r.fused]
+                n = ext[r.inner]
+                if fz.is_point:
+                    env[r.outer] = Interval(binary(Op.DIV, fz.lo, n), 1)
+                    env[r.inner] = Interval(binary(Op.REM, fz.lo, n), 1)
+                else:
+                    env[r.outer] = Interval(as_expr(0, dt.index), ext[r.outer])
+                    env[r.inner] = Interval(as_expr(0, dt.index), n)
+        if reg is not None and reg.lo is not None:
+            for v, lo in zip(op.axis, reg.lo):
+                env[v] = Interval(binary(Op.ADD, lo, env[v].lo), env[v].ext)
+        sites: list[tuple[Expr, ...]] = []
+        for b in self.body(cons):
+            for e in walk([b]):
+                if e.op is Op.LOAD and isinstance(e.arg, Tensor) and e.arg.op is p.op:
+                    sites.append(e.src)
+        check(sites, f"compute_at: '{cons.name}' does not read '{p.name}'")
+        region = []
+        for d, dim in enumerate(p.op.shape):
+            ivs = [interval(s[d], env) for s in sites]
+            region.append(self._union(ivs, dim))
+        return region
+
+    def _union(self, ivs: list[Interval | None], dim: int) -> Interval:
+        full = Interval(as_expr(0, dt.index), dim)
+        if any(iv is None for iv in ivs):
+            return full
+        base = ivs[0]
+        lo_off, hi_off = 0, base.ext
+        for iv in ivs[1:]:
+            d = const_difference(iv.lo, base.lo)
+            if d is None:
+                return full
+            lo_off, hi_off = min(lo_off, d), max(hi_off, d + iv.ext)
+        lo = binary(Op.ADD, base.lo, lo_off)
+        ext = hi_off - lo_off
+        if ext >= dim:
+            return full
+        if lo.op is Op.CONST:
+            a = max(0, lo.arg)
+            b = min(dim, lo.arg + ext)
+            return Interval(as_expr(a, dt.index), max(1, b - a))
+        return Interval(lo, ext)
+
+    # -------------------------------------------------------------- function
+    def lower(self, name: str) -> LoweredFunc:
+        self.make_args()
+        for st in self.s.stages.values():
+            if st.attach[0] == "at":
+                tgt = st.attach[1]
+                check(tgt.attach[0] != "inline", f"compute_at: '{st.name}' is computed at a loop of "
+                      f"'{tgt.name}', which is inlined")
+        body: list[Stmt] = []
+        allocs: list[Buffer] = []
+        for st in self.s.stages.values():
+            if st.attach[0] != "root":
+                continue
+            if st.name not in self.regions:
+                bufs = tuple(Buffer(st.name if k == 0 else f"{st.name}_v{k}", b.dtype, st.op.shape,
+                                    "global" if _nbytes(b.dtype, st.op.shape) > STACK_BYTES else "local")
+                             for k, b in enumerate(st.op.body))
+                self.regions[st.name] = _Region(bufs)
+                allocs.extend(bufs)
+            body.append(self.stage_nest(st, None))
+        for st in self.s.stages.values():
+            if st.attach[0] == "at" and st.name not in self.regions:
+                raise ScheduleError(f"compute_at: '{st.name}' is computed at axis '{st.attach[2].name}' "
+                                    f"of '{st.attach[1].name}', which is not a loop of the final nest")
+        stmt = seq(*body)
+        for b in reversed(allocs):
+            stmt = Allocate(b, stmt)
+        _validate(stmt)
+        return LoweredFunc(name, tuple(self.args), len(self.g.inputs), stmt)
+
+
+def _nbytes(d, shape) -> int:
+    n = d.itemsize
+    for s in shape:
+        n *= s
+    return n
+
+
+def _validate(stmt: Stmt, parallel: str | None = None) -> None:
+    """Check loop annotations: vectorized loops are innermost; parallel loops do not nest."""
+    if isinstance(stmt, Seq):
+        for s in stmt.stmts:
+            _validate(s, parallel)
+    elif isinstance(stmt, For):
+        if stmt.kind == "parallel":
+            check(parallel is None, f"parallel loop '{stmt.var.name}' is nested in parallel loop "
+                  f"'{parallel}'; only one level of parallel loops is allowed")
+            parallel = stmt.var.name
+        if stmt.kind == "vectorize":
+            check(not _has_loop(stmt.body), f"vectorize: loop '{stmt.var.name}' is not innermost "
+                  "(another loop runs inside it); vectorize the innermost loop")
+        _validate(stmt.body, parallel)
+    elif isinstance(stmt, (Allocate, If, Let)):
+        _validate(stmt.body if not isinstance(stmt, If) else stmt.then, parallel)
+
+
+def _has_loop(s: Stmt) -> bool:
+    if isinstance(s, For):
+        return True
+    if isinstance(s, Seq):
+        return any(_has_loop(x) for x in s.stmts)
+    if isinstance(s, (Allocate, Let)):
+        return _has_loop(s.body)
+    if isinstance(s, If):
+        return _has_loop(s.then)
+    return False
+
+
+def lower(s: Schedule, name: str = "kernel") -> LoweredFunc:
+    """Lower schedule ``s`` to a LoweredFunc (inputs then outputs as arguments)."""
+    return _Lowerer(s).lower(name)

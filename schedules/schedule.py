@@ -1,0 +1,359 @@
+"""Schedules: how a Graph is computed, as a list of step records applied by ``apply_step``.
+
+A ``Stage`` per compute op holds its leaf loop order, the split/fuse relations that derive
+leaves from the op's axes, loop annotations and where the stage is computed (root, inline,
+or at a loop of another stage). Steps name stages and axes by name so a schedule replays
+from JSON to the identical loop nest.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+from ..dsl.errors import ScheduleError
+from ..dsl.expr import Expr, IterVar, ReduceSpec, substitute
+from ..dsl.ops import Op
+from ..dsl.tensor import ComputeOp, Graph, Tensor
+from .steps import (ANNOTATIONS, Annotate, Bind, CacheWrite, ComputeAt, ComputeInline, Fuse,
+                    Reorder, Split, step_from_json, step_to_json)
+
+
+def check(cond, msg: str) -> None:
+    """Raise ``ScheduleError(msg)`` unless ``cond``."""
+    if not cond:
+        raise ScheduleError(msg)
+
+
+@dataclass(frozen=True)
+class SplitRel:
+    parent: IterVar
+    outer: IterVar
+    inner: IterVar
+    factor: int
+
+
+@dataclass(frozen=True)
+class FuseRel:
+    outer: IterVar
+    inner: IterVar
+    fused: IterVar
+
+
+@dataclass(eq=False)
+class Stage:
+    """Scheduling state of one compute op (mutable while steps are applied)."""
+
+    name: str
+    op: ComputeOp
+    leaf: list[IterVar]
+    relations: list = field(default_factory=list)
+    annotations: dict = field(default_factory=dict)     # IterVar -> 'parallel'|'vectorize'|...
+    attach: tuple = ("root",)                            # ('root',) | ('inline',) | ('at', Stage, IterVar)
+    scope: str = "global"
+    vars: dict = field(default_factory=dict)             # name -> IterVar (every var ever made)
+    origin: ComputeOp | None = None                      # op before cache_write (what readers load)
+
+    def __post_init__(self):
+        for v in self.op.axis + self.op.reduce_axis:
+            self._register(v)
+
+    def _register(self, v: IterVar) -> IterVar:
+        check(v.name not in self.vars or self.vars[v.name] is v,
+              f"stage '{self.name}': axis name '{v.name}' is used twice")
+        self.vars[v.name] = v
+        return v
+
+    def fresh(self, name: str, extent: int, kind: str) -> IterVar:
+        base, n = name, 0
+        while name in self.vars:
+            n += 1
+            name = f"{base}{n}"
+        return self._register(IterVar(name, extent, kind))
+
+    def var(self, name: str) -> IterVar:
+        check(name in self.vars, f"stage '{self.name}' has no axis '{name}' "
+              f"(axes: {', '.join(self.vars)})")
+        return self.vars[name]
+
+    def leaf_var(self, name: str) -> IterVar:
+        v = self.var(name)
+        check(v in self.leaf, f"stage '{self.name}': axis '{name}' was already split or fused; "
+              f"leaf axes are {[x.name for x in self.leaf]}")
+        return v
+
+    @property
+    def is_output_of_reduction(self) -> bool:
+        return self.op.is_reduction
+
+
+class Schedule:
+    """A schedule of the graph computing ``outputs``.
+
+    Every method records one step (``self.steps``) and applies it at once; preconditions raise
+    ``ScheduleError`` naming the axis or stage and the rule.
+    """
+
+    def __init__(self, outputs, inputs=None):
+        self.graph = outputs if isinstance(outputs, Graph) else Graph(outputs, inputs)
+        self.steps: list = []
+        self.stages: dict[str, Stage] = {}
+        self._by_op: dict[int, Stage] = {}
+        self._owner: dict[IterVar, Stage] = {}
+        for op in self.graph.compute_ops:
+            st = Stage(self.graph.name(op), op, list(op.axis + op.reduce_axis))
+            self._add_stage(st)
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _add_stage(self, st: Stage, before: Stage | None = None) -> None:
+        if before is None:
+            self.stages[st.name] = st
+        else:
+            items = list(self.stages.items())
+            k = [n for n, _ in items].index(before.name)
+            items.insert(k, (st.name, st))
+            self.stages = dict(items)
+        self._by_op[id(st.op)] = st
+        for v in st.vars.values():
+            self._owner[v] = st
+
+    def stage(self, x) -> Stage:
+        """The stage of a Tensor, ComputeOp, stage name or axis."""
+        if isinstance(x, Stage):
+            return x
+        if isinstance(x, str):
+            check(x in self.stages, f"no stage named '{x}' (stages: {', '.join(self.stages)})")
+            return self.stages[x]
+        if isinstance(x, IterVar):
+            check(x in self._owner, f"axis '{x.name}' belongs to no stage of this schedule")
+            return self._owner[x]
+        op = x.op if isinstance(x, Tensor) else x
+        check(id(op) in self._by_op, f"'{getattr(op, 'name', op)}' is not a compute stage of this "
+              "schedule (placeholders cannot be scheduled)")
+        return self._by_op[id(op)]
+
+    def stage_of_op(self, op) -> Stage | None:
+        return self._by_op.get(id(op))
+
+    def _axis(self, v) -> tuple[Stage, str]:
+        if isinstance(v, IterVar):
+            st = self.stage(v)
+            return st, v.name
+        raise ScheduleError(f"expected an axis (IterVar), got {v!r}")
+
+    def apply(self, step):
+        """Record and apply one step; returns what ``apply_step`` returns."""
+        out = apply_step(self, step)
+        self.steps.append(step)
+        return out
+
+    # ------------------------------------------------------------------ primitives
+    def split(self, axis: IterVar, factor: int) -> tuple[IterVar, IterVar]:
+        """Split ``axis`` into ``(outer, inner)`` with ``axis = outer * factor + inner``.
+
+        ``for i in [0, n)`` becomes ``for o in [0, ceil(n/f)): for in in [0, f)``; a factor that
+        does not divide ``n`` gets a guarded tail (``if o*f + in < n``).
+        """
+        st, name = self._axis(axis)
+        return self.apply(Split(st.name, name, int(factor)))
+
+    def tile(self, x: IterVar, y: IterVar, x_factor: int, y_factor: int):
+        """Split ``x`` and ``y`` and order the loops ``xo, yo, xi, yi``."""
+        xo, xi = self.split(x, x_factor)
+        yo, yi = self.split(y, y_factor)
+        self.reorder(xo, yo, xi, yi)
+        return xo, yo, xi, yi
+
+    def reorder(self, *axes: IterVar) -> None:
+        """The given leaf loops take, in this order, the positions they occupied."""
+        check(axes, "reorder needs at least one axis")
+        st = self.stage(axes[0])
+        names = []
+        for a in axes:
+            s2, n = self._axis(a)
+            check(s2 is st, f"reorder: axis '{n}' belongs to stage '{s2.name}', not '{st.name}'")
+            names.append(n)
+        self.apply(Reorder(st.name, tuple(names)))
+
+    def fuse(self, outer: IterVar, inner: IterVar) -> IterVar:
+        """Fuse adjacent leaves: ``fused = outer * extent(inner) + inner``."""
+        st, a = self._axis(outer)
+        s2, b = self._axis(inner)
+        check(s2 is st, f"fuse: axes '{a}' and '{b}' belong to different stages")
+        return self.apply(Fuse(st.name, a, b))
+
+    def vectorize(self, axis: IterVar) -> None:
+        """Run the (innermost) loop ``axis`` as SIMD lanes."""
+        st, n = self._axis(axis)
+        self.apply(Annotate(st.name, n, "vectorize"))
+
+    def unroll(self, axis: IterVar) -> None:
+        """Unroll loop ``axis``."""
+        st, n = self._axis(axis)
+        self.apply(Annotate(st.name, n, "unroll"))
+
+    def parallel(self, axis: IterVar) -> None:
+        """Run the iterations of loop ``axis`` on parallel threads (a data-parallel axis only)."""
+        st, n = self._axis(axis)
+        self.apply(Annotate(st.name, n, "parallel"))
+
+    def bind(self, axis: IterVar, thread: str) -> None:
+        """Bind loop ``axis`` to a GPU thread index (used by device backends)."""
+        st, n = self._axis(axis)
+        self.apply(Bind(st.name, n, thread))
+
+    def compute_at(self, tensor, axis: IterVar) -> None:
+        """Compute ``tensor`` inside loop ``axis`` of its reader, only the region that the loops
+        inside ``axis`` read (bound inference), into a local buffer."""
+        st = self.stage(tensor)
+        tgt, n = self._axis(axis)
+        self.apply(ComputeAt(st.name, tgt.name, n))
+
+    def compute_inline(self, tensor) -> None:
+        """Substitute ``tensor``'s definition into its readers (no buffer, no loop nest)."""
+        self.apply(ComputeInline(self.stage(tensor).name))
+
+    def cache_write(self, tensor, scope: str = "local") -> Tensor:
+        """Compute ``tensor`` into a new stage ``<name>.<scope>`` and copy it out; returns the
+        new tensor (schedule its axes, then ``compute_at`` it into ``tensor``'s loops)."""
+        return self.apply(CacheWrite(self.stage(tensor).name, scope))
+
+    # ------------------------------------------------------------------ serialization
+    def to_json(self) -> str:
+        return json.dumps([step_to_json(s) for s in self.steps])
+
+    @classmethod
+    def from_json(cls, outputs, text, inputs=None) -> "Schedule":
+        """Replay the steps in ``text`` (JSON list, or a list of dicts/steps) on a new schedule."""
+        data = json.loads(text) if isinstance(text, str) else text
+        s = cls(outputs, inputs)
+        for d in data:
+            s.apply(d if not isinstance(d, dict) else step_from_json(d))
+        return s
+
+    def lower(self):
+        """Lower to the loop-nest IR (``print`` it to read the loop nest)."""
+        from .lower import lower
+        return lower(self)
+
+    def __repr__(self) -> str:
+        return f"Schedule({', '.join(self.stages)}; {len(self.steps)} steps)"
+
+
+# ---------------------------------------------------------------------------- the one apply
+
+def apply_step(s: Schedule, step):
+    """Apply one step record to schedule ``s``, checking its preconditions."""
+    st = s.stage(step.stage)
+    if isinstance(step, Split):
+        check(isinstance(step.factor, int) and step.factor >= 1,
+              f"split '{step.axis}' of stage '{st.name}': factor must be a positive int, got {step.factor!r}")
+        v = st.leaf_var(step.axis)
+        check(v not in st.annotations, f"split: axis '{v.name}' of '{st.name}' is already annotated "
+              f"'{st.annotations.get(v)}'; split before annotating")
+        f = min(step.factor, v.extent) if v.extent else step.factor
+        outer = st.fresh(f"{v.name}.outer", math.ceil(v.extent / f) if v.extent else 0, v.kind)
+        inner = st.fresh(f"{v.name}.inner", f, v.kind)
+        st.relations.append(SplitRel(v, outer, inner, step.factor))
+        k = st.leaf.index(v)
+        st.leaf[k:k + 1] = [outer, inner]
+        s._owner[outer] = s._owner[inner] = st
+        return outer, inner
+    if isinstance(step, Reorder):
+        vs = [st.leaf_var(n) for n in step.axes]
+        check(len(set(vs)) == len(vs), f"reorder of '{st.name}': an axis is named twice in {list(step.axes)}")
+        pos = sorted(st.leaf.index(v) for v in vs)
+        for p, v in zip(pos, vs):
+            st.leaf[p] = v
+        return None
+    if isinstance(step, Fuse):
+        a, b = st.leaf_var(step.outer), st.leaf_var(step.inner)
+        check(st.leaf.index(b) == st.leaf.index(a) + 1,
+              f"fuse: '{a.name}' and '{b.name}' of '{st.name}' must be adjacent, outer first")
+        check(a.kind == b.kind, f"fuse: cannot fuse {a.kind} axis '{a.name}' with {b.kind} axis '{b.name}'")
+        check(a not in st.annotations and b not in st.annotations,
+              f"fuse: '{a.name}' or '{b.name}' of '{st.name}' is already annotated; fuse first")
+        fused = st.fresh(f"{a.name}.{b.name}.fused", a.extent * b.extent, a.kind)
+        st.relations.append(FuseRel(a, b, fused))
+        k = st.leaf.index(a)
+        st.leaf[k:k + 2] = [fused]
+        s._owner[fused] = st
+        return fused
+    if isinstance(step, Annotate):
+        check(step.kind in ANNOTATIONS, f"unknown annotation '{step.kind}'; expected one of {ANNOTATIONS}")
+        v = st.leaf_var(step.axis)
+        check(v not in st.annotations, f"axis '{v.name}' of '{st.name}' is already '{st.annotations.get(v)}'")
+        if step.kind == "parallel":
+            check(v.kind == "data", f"parallel: '{v.name}' of '{st.name}' is a reduction axis; "
+                  "parallel threads would race on the accumulator")
+        if step.kind == "vectorize":
+            check(v.kind == "data", f"vectorize: '{v.name}' of '{st.name}' is a reduction axis; "
+                  "vectorize a data-parallel axis")
+        st.annotations[v] = step.kind
+        return None
+    if isinstance(step, Bind):
+        v = st.leaf_var(step.axis)
+        check(v not in st.annotations, f"axis '{v.name}' of '{st.name}' is already '{st.annotations.get(v)}'")
+        check(v.kind == "data", f"bind: '{v.name}' of '{st.name}' is a reduction axis")
+        st.annotations[v] = "bind:" + step.thread
+        return None
+    if isinstance(step, ComputeAt):
+        tgt = s.stage(step.target)
+        v = tgt.leaf_var(step.axis)
+        check(tgt is not st, f"compute_at: stage '{st.name}' cannot be computed inside itself")
+        check(st.op.num_outputs == 1, f"compute_at: stage '{st.name}' has several outputs")
+        check(not _is_output(s, st), f"compute_at: '{st.name}' is an output of the graph; "
+              "outputs are computed at root")
+        st.attach = ("at", tgt, v)
+        return None
+    if isinstance(step, ComputeInline):
+        check(not st.op.is_reduction, f"compute_inline: '{st.name}' is a reduction; only "
+              "elementwise/injective stages can be inlined")
+        check(not _is_output(s, st), f"compute_inline: '{st.name}' is an output of the graph")
+        check(st.op.num_outputs == 1, f"compute_inline: stage '{st.name}' has several outputs")
+        st.attach = ("inline",)
+        return None
+    if isinstance(step, CacheWrite):
+        check(step.scope in ("local", "global", "shared"),
+              f"cache_write: unknown scope '{step.scope}' (local, shared or global)")
+        check(not st.relations and not st.annotations and st.attach == ("root",),
+              f"cache_write: schedule '{st.name}' after cache_write, not before")
+        check(st.op.num_outputs == 1, f"cache_write: stage '{st.name}' has several outputs")
+        check(st.origin is None, f"cache_write: '{st.name}' already has a cache stage")
+        return _cache_write(s, st, step.scope)
+    raise ScheduleError(f"unknown schedule step {step!r}")
+
+
+def _is_output(s: Schedule, st: Stage) -> bool:
+    return any(t.op is st.op or t.op is st.origin for t in s.graph.outputs)
+
+
+def _cache_write(s: Schedule, st: Stage, scope: str) -> Tensor:
+    op = st.op
+    axis = tuple(IterVar(v.name, v.extent, v.kind) for v in op.axis)
+    raxis = tuple(IterVar(v.name, v.extent, v.kind) for v in op.reduce_axis)
+    m = dict(zip(op.axis + op.reduce_axis, axis + raxis))
+    body = []
+    for b in op.body:
+        if b.op is Op.REDUCE:
+            spec = b.arg
+            w = substitute(spec.where, m) if spec.where is not None else None
+            nspec = ReduceSpec(spec.reducer, raxis, spec.value_index, w)
+            body.append(Expr(Op.REDUCE, b.dtype, tuple(substitute(x, m) for x in b.src), nspec))
+        else:
+            body.append(substitute(b, m))
+    cache_op = ComputeOp(f"{st.name}.{scope}", axis, raxis, tuple(body), op.tag)
+    cache_t = cache_op.output(0)
+    copy_op = ComputeOp(op.name, op.axis, (), (cache_t[tuple(op.axis)],), op.tag)
+    cst = Stage(cache_op.name, cache_op, list(axis + raxis), scope=scope)
+    check(cst.name not in s.stages, f"cache_write: stage '{cst.name}' exists already")
+    s._add_stage(cst, before=st)
+    s._by_op[id(copy_op)] = st
+    st.origin = op
+    st.op = copy_op
+    st.leaf = list(op.axis)
+    for v in op.reduce_axis:
+        st.vars.pop(v.name, None)
+        s._owner.pop(v, None)
+    return cache_t
