@@ -11,7 +11,7 @@ from .dtypes import DType, dtype
 from .errors import DSLError
 from .expr import Expr, IterVar, as_expr, binary, bitcast, cast, const, select, unary
 from .ops import GroupOp, Op
-from .tensor import (ComputeOp, Graph, PlaceholderOp, Tensor, comm_reducer, compute, placeholder,
+from .tensor import (ComputeOp, ExternOp, Graph, PlaceholderOp, Tensor, comm_reducer, compute, extern, placeholder,
                      reduce_axis)
 from .tensor import max as _rmax
 from .tensor import min as _rmin

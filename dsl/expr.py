@@ -383,7 +383,9 @@ def structural_key(roots) -> tuple:
         if id(op) not in tensors:
             tensors[id(op)] = len(tensors)
             body = None
-            if getattr(op, "body", None) is not None:
+            if hasattr(op, "fn"):  # extern op: its kind, attributes and inputs
+                body = (op.kind, repr(op.attrs), tuple(tkey(x) for x in op.inputs))
+            elif getattr(op, "body", None) is not None:
                 for v in op.axis + op.reduce_axis:
                     vkey(v)
                 body = tuple(ek(b) for b in op.body)

@@ -20,7 +20,7 @@ from .dtypes import DType
 from .errors import DSLError
 from .expr import Expr
 from .ops import Op
-from .tensor import ComputeOp, Graph, Tensor
+from .tensor import ComputeOp, ExternOp, Graph, Tensor
 
 #: Elements evaluated at once per compute chunk (index box x reduce box).
 CHUNK_ELEMENTS = 1 << 22
@@ -310,6 +310,12 @@ def evaluate(outputs, inputs, input_tensors: Sequence[Tensor] | None = None) -> 
                 raise DSLError(f"reference: input '{g.name(t.op)}' has shape {a.shape}, "
                                f"expected {t.shape}")
             values[id(t.op)] = (a.astype(t.dtype.np, copy=False),)
-    for op in g.compute_ops:
-        values[id(op)] = _eval_compute(op, values)
+    for op in g.ops:
+        if isinstance(op, ComputeOp):
+            values[id(op)] = _eval_compute(op, values)
+        elif isinstance(op, ExternOp):
+            args = [values[id(t.op)][t.value_index] for t in op.inputs]
+            outs = op.fn(args, evaluate)
+            values[id(op)] = tuple(np.asarray(o, d.np).reshape(shp)
+                                   for o, d, shp in zip(outs, op.out_dtypes, op.out_shapes))
     return [values[id(t.op)][t.value_index] for t in g.outputs]

@@ -73,12 +73,50 @@ class ComputeOp:
 
 
 @dataclass(frozen=True, eq=False)
+class ExternOp:
+    """An op computed outside loop nests (while loops, sort, rng, ...).
+
+    ``fn(arrays, run)`` maps the numpy values of ``inputs`` to a tuple of output arrays;
+    ``run(outputs, arrays)`` evaluates a sub-computation given as output Tensors of a Graph
+    (the reference evaluator passes itself; a compiling runtime passes compiled code).
+    """
+
+    name: str
+    kind: str
+    inputs: tuple["Tensor", ...]
+    out_shapes: tuple[tuple[int, ...], ...]
+    out_dtypes: tuple[DType, ...]
+    fn: Callable = field(compare=False)
+    attrs: tuple = ()
+    seq: int = field(default_factory=lambda: next(_seq))
+    axis: tuple = ()
+    reduce_axis: tuple = ()
+    body: None = None
+
+    __hash__ = object.__hash__
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self.out_shapes)
+
+    def output(self, i: int = 0) -> "Tensor":
+        return Tensor(self.out_shapes[i], self.out_dtypes[i], self, i)
+
+
+def extern(name: str, kind: str, inputs, out_shapes, out_dtypes, fn: Callable, attrs=()) -> tuple:
+    """Define an extern op; returns its output tensors (a tuple)."""
+    op = ExternOp(name, kind, tuple(inputs), tuple(tuple(int(d) for d in s) for s in out_shapes),
+                  tuple(dt.dtype(d) for d in out_dtypes), fn, tuple(attrs))
+    return tuple(op.output(i) for i in range(op.num_outputs))
+
+
+@dataclass(frozen=True, eq=False)
 class Tensor(ExprOps):
     """Output ``value_index`` of ``op``: an array of ``shape`` and ``dtype``. Index it to read."""
 
     shape: tuple[int, ...]
     dtype: DType
-    op: PlaceholderOp | ComputeOp
+    op: PlaceholderOp | ComputeOp | ExternOp
     value_index: int = 0
 
     def __hash__(self):
@@ -332,6 +370,10 @@ class Graph:
     def compute_ops(self) -> tuple[ComputeOp, ...]:
         return tuple(o for o in self.ops if isinstance(o, ComputeOp))
 
+    @property
+    def extern_ops(self) -> tuple[ExternOp, ...]:
+        return tuple(o for o in self.ops if isinstance(o, ExternOp))
+
     def name(self, op) -> str:
         return self.names[id(op)]
 
@@ -348,7 +390,9 @@ class Graph:
 
 
 def input_tensors(op) -> list[Tensor]:
-    """Distinct tensors read by a compute op, in order of first read."""
+    """Distinct tensors read by a compute or extern op, in order of first read."""
+    if isinstance(op, ExternOp):
+        return list(op.inputs)
     if not isinstance(op, ComputeOp):
         return []
     out: list[Tensor] = []

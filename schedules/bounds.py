@@ -149,11 +149,44 @@ def simplify(e: Expr) -> Expr:
     lf = linear(e)
     if lf is None or not e.dtype.is_int:
         return e
-    terms, c = lf
+    return _from_linear(lf[0], lf[1], e.dtype)
+
+
+def simplify_index(e: Expr, ranges: dict) -> Expr:
+    """Simplify an index expression using variable ranges: affine parts are regrouped and
+    ``(a*c + b) // c -> a``, ``(a*c + b) % c -> b`` when ``0 <= b < c`` (likewise ``/`` and ``%``
+    for non-negative operands)."""
+    if not e.dtype.is_int or e.op in (Op.CONST, Op.VAR):
+        return e
+    if e.op in (Op.FLOORDIV, Op.FLOORMOD, Op.DIV, Op.REM) and e.src[1].op is Op.CONST and e.src[1].arg > 0:
+        a = simplify_index(e.src[0], ranges)
+        c = e.src[1].arg
+        lf = linear(a)
+        if lf is not None:
+            terms, k = lf
+            keep = {key: v for key, v in terms.items() if v[0] % c == 0}
+            rest = {key: v for key, v in terms.items() if v[0] % c != 0}
+            rest_e = simplify(_from_linear(rest, k, a.dtype))
+            rng = static_range(rest_e, ranges)
+            whole = static_range(a, ranges)
+            nonneg = whole is not None and whole[0] >= 0
+            if rng is not None and (e.op in (Op.FLOORDIV, Op.FLOORMOD) or nonneg) and rng[0] // c == rng[1] // c:
+                q = rng[0] // c
+                if e.op in (Op.FLOORDIV, Op.DIV):
+                    div = {key: (v[0] // c, v[1]) for key, v in keep.items()}
+                    return simplify(_from_linear(div, q, a.dtype))
+                return simplify(binary(Op.SUB, rest_e, q * c)) if q else rest_e
+        return binary(e.op, a, c)
+    if e.op in (Op.ADD, Op.SUB, Op.MUL):
+        return simplify(binary(e.op, *(simplify_index(s, ranges) for s in e.src)))
+    return e
+
+
+def _from_linear(terms: dict, c: int, dtype) -> Expr:
     out: Expr | None = None
     for coeff, atom in terms.values():
         t = atom if coeff == 1 else binary(Op.MUL, atom, coeff)
         out = t if out is None else binary(Op.ADD, out, t)
     if out is None:
-        return as_expr(c, e.dtype)
+        return as_expr(c, dtype)
     return binary(Op.ADD, out, c) if c else out

@@ -18,7 +18,7 @@ from ..dsl.errors import ScheduleError
 from ..dsl.expr import Expr, IterVar, as_expr, binary, substitute, walk
 from ..dsl.ops import Op
 from ..dsl.tensor import PlaceholderOp, Tensor, input_tensors
-from .bounds import Interval, const_difference, interval, simplify, static_range
+from .bounds import Interval, const_difference, interval, simplify_index, static_range
 from .loops import Allocate, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store, seq
 from .schedule import FuseRel, Schedule, SplitRel, Stage, check
 
@@ -49,7 +49,7 @@ class _Lowerer:
         self.readers = self._readers()
         for st in s.stages.values():
             if st.attach[0] == "at":
-                self.attached.setdefault(st.attach[2], []).append(st)
+                self.attached.setdefault(_leaf_of(st.attach[1], st.attach[2]), []).append(st)
 
     # -------------------------------------------------------------- graph facts
     def _stage_of(self, t: Tensor) -> Stage | None:
@@ -128,8 +128,8 @@ class _Lowerer:
                 return None
             buf, lo = self.region_of(x.arg)
             if lo is not None:
-                idx = tuple(simplify(binary(Op.SUB, i, l)) for i, l in zip(idx, lo))
-            return buf.load(idx)
+                idx = tuple(binary(Op.SUB, i, l) for i, l in zip(idx, lo))
+            return buf.load(tuple(simplify_index(i, self.ranges) for i in idx))
         return substitute(e, {}, load_fn)
 
     # -------------------------------------------------------------- one stage
@@ -190,7 +190,7 @@ class _Lowerer:
                     guards.append((binary(Op.LT, a, v.extent), False))
         # statements
         bufs = self.regions[st.name].buffers
-        store_idx = tuple(val[v] if dom else absval[v] for v in op.axis)
+        store_idx = tuple(simplify_index(val[v] if dom else absval[v], self.ranges) for v in op.axis)
         body = [substitute(b, absval) for b in self.body(st)]
 
         def guarded(stmt, reduce_part: bool):
@@ -266,6 +266,7 @@ class _Lowerer:
 
     def infer_region(self, p: Stage, cons: Stage, at: IterVar) -> list[Interval]:
         """Region of ``p`` that ``cons`` reads inside loop ``at`` (loops outside and ``at`` fixed)."""
+        at = _leaf_of(cons, at)
         k = cons.leaf.index(at)
         free = set(cons.leaf[k + 1:])
         env: dict[IterVar, Interval] = {}
@@ -365,6 +366,22 @@ class _Lowerer:
             stmt = Allocate(b, stmt)
         _validate(stmt)
         return LoweredFunc(name, tuple(self.args), len(self.g.inputs), stmt)
+
+
+def _leaf_of(st: Stage, v: IterVar) -> IterVar:
+    """The leaf loop standing for ``v`` after later splits (its inner part) and fuses (the fused
+    loop): computing at it computes at least once per iteration of ``v``."""
+    while v not in st.leaf:
+        for r in st.relations:
+            if isinstance(r, SplitRel) and r.parent is v:
+                v = r.inner
+                break
+            if isinstance(r, FuseRel) and v in (r.outer, r.inner):
+                v = r.fused
+                break
+        else:
+            raise ScheduleError(f"axis '{v.name}' is not a loop of stage '{st.name}'")
+    return v
 
 
 def _nbytes(d, shape) -> int:

@@ -52,17 +52,17 @@ _TOKEN_RE = re.compile(r"""
 |(?P<str>"(?:[^"\\\n]|\\.)*")
 |(?P<arrow>->)
 |(?P<le><=)
-|(?P<word>%?(?:[A-Za-z0-9_.$+]|-(?!>))+)
+|(?P<word>%?(?:[A-Za-z0-9_.$+@]|-(?!>))+)
 |(?P<p>[{}()\[\],=:?*])
 """, re.X | re.S)
 _NAME_RE = re.compile(r"%?[A-Za-z_$][A-Za-z0-9_.$\-]*\Z")
-_INT_RE = re.compile(r"-?[0-9]+\Z")
-_FLOAT_RE = re.compile(r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]))(?:[eE][-+]?[0-9]+)?\Z")
+_INT_RE = re.compile(r"-?[0-9]{1,40}\Z")  # bounded: int() of huge strings raises
+_FLOAT_RE = re.compile(r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]|\Z))(?:[eE][-+]?[0-9]+)?\Z")
 _HEXF_RE = re.compile(r"[-+]?0[xX][0-9a-fA-F.]+(?:[pP][-+]?[0-9]+)?\Z")
 _HEADER_BLOCKS = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
 _COMP_KEYS = frozenset({"to_apply", "calls", "condition", "body", "true_computation",
                         "false_computation", "branch_computations", "called_computations",
-                        "async_wrapped_computation"})
+                        "async_wrapped_computation", "select", "scatter"})
 _INSTR_REF_KEYS = frozenset({"control-predecessors"})
 _STR_LIST_KEYS = frozenset({"operand_precision", "precision_config"})
 _OPEN_CLOSE = {"{": "}", "(": ")", "[": "]"}
@@ -265,13 +265,13 @@ class _Parser:
                     if self.peek().kind == "word" and self.at(":", 1):
                         self.name("parameter name")
                         self.next()
-                    self.shape(0, spaced_layout=False)
+                    self.shape(0, layout="adjacent")
                     n_sig += 1
                     if not self.accept(","):
                         break
             self.expect(")", " to close the parameter list")
             self.expect("->", " before the computation's result shape")
-            self.shape(0, spaced_layout=False)
+            self.shape(0, layout="adjacent")
         self.expect("{", f" to open computation '{name}'")
         instrs: list[Instruction] = []
         refs: list[tuple[str, _Tok]] = []
@@ -343,7 +343,7 @@ class _Parser:
             root_tok = self.next()
         name, name_tok = self.name("instruction name")
         self.expect("=", f" after instruction name '{name}'")
-        shape = self.shape(0, spaced_layout=True)
+        shape = self.shape(0, layout="any")
         op_tok = self.peek()
         if op_tok.kind != "word" or not _NAME_RE.match(op_tok.text) or op_tok.text[0] == "%":
             raise self.error(f"expected opcode, found {self._desc(op_tok)}", op_tok)
@@ -365,7 +365,7 @@ class _Parser:
             while True:
                 if self.at("(") or (self.peek().kind == "word" and self.peek().text in ELEMENT_TYPES
                                     and self.at("[", 1)):
-                    self.shape(0, spaced_layout=True)  # older "f32[2]{0} %x" operand form
+                    self.shape(0, layout="any")  # older "f32[2]{0} %x" operand form
                 opname, otok = self.name("operand name")
                 operands.append(opname)
                 refs.append(("instr", opname, otok))
@@ -379,7 +379,8 @@ class _Parser:
         return ins, refs, root_tok
 
     # ------------------------------------------------------------------ shape
-    def shape(self, depth: int, spaced_layout: bool) -> Shape:
+    def shape(self, depth: int, layout: str) -> Shape:
+        """A shape; ``layout``: 'any', 'adjacent' (must touch ']') or 'none'."""
         if depth > _MAX_DEPTH:
             raise self.error("tuple shape nested too deeply")
         tok = self.peek()
@@ -387,7 +388,7 @@ class _Parser:
             elems = []
             if not self.at(")"):
                 while True:
-                    elems.append(self.shape(depth + 1, spaced_layout))
+                    elems.append(self.shape(depth + 1, layout))
                     if not self.accept(","):
                         break
             self.expect(")", " to close the tuple shape")
@@ -413,10 +414,10 @@ class _Parser:
                 if not self.accept(","):
                     break
         self.expect("]", " to close the dimensions")
-        layout = None
-        if self.at("{") and (spaced_layout or not self.peek().space):
-            layout = self.layout(len(dims))
-        return ArrayShape(tok.text, tuple(dims), layout)
+        m2m = None
+        if self.at("{") and (layout == "any" or (layout == "adjacent" and not self.peek().space)):
+            m2m = self.layout(len(dims))
+        return ArrayShape(tok.text, tuple(dims), m2m)
 
     def layout(self, rank: int) -> tuple[int, ...]:
         open_tok = self.expect("{")
@@ -550,7 +551,7 @@ class _Parser:
     def skip_literal_shape(self) -> None:
         tok = self.peek()
         if tok.kind == "word" and tok.text in ELEMENT_TYPES and self.at("[", 1):
-            self.shape(0, spaced_layout=False)
+            self.shape(0, layout="none")
 
     def array_literal(self, shape: ArrayShape) -> np.ndarray:
         self.skip_literal_shape()  # old style "f32[2] {1, 2}"

@@ -1,0 +1,126 @@
+"""Shared benchmark harness (see shared BENCHMARKING.md): interleaved side-by-side timing,
+the environment record, and results/NAME.csv + NAME.md writers."""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent.parent / "results"
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).parent, timeout=10).stdout.strip() or "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def _blas() -> str:
+    try:
+        cfg = np.show_config(mode="dicts")
+        b = cfg.get("Build Dependencies", {}).get("blas", {})
+        return f"{b.get('name', '?')} {b.get('version', '')}".strip()
+    except Exception:  # noqa: BLE001  (numpy builds differ in what they report)
+        return "unknown"
+
+
+def environment(extra: dict | None = None) -> dict:
+    """What ran: versions, CPU, threads, load average."""
+    from hlotune.runtime.cpu import CCompiler
+    from hlotune.runtime.targets import cpu_model
+    cc = CCompiler()
+    env = {
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "hlotune_commit": _git_commit(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "blas": _blas(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "unset (all cores)"),
+        "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "unset (all cores)"),
+        "compiler": cc.version,
+        "flags": " ".join(cc.flags),
+        "loadavg_before": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
+    try:
+        import jax
+        env["jax"] = jax.__version__
+    except ImportError:
+        env["jax"] = "not installed"
+    env.update(extra or {})
+    return env
+
+
+def time_call(fn: Callable[[], object], min_ms: float = 50.0) -> tuple[float, int]:
+    """Mean seconds per call of ``fn`` over enough calls to last ``min_ms``; returns (sec, calls)."""
+    n = 1
+    while True:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        dt = time.perf_counter() - t0
+        if dt * 1e3 >= min_ms:
+            return dt / n, n
+        n = max(n * 2, int(n * (min_ms / 1e3) / max(dt, 1e-9) * 1.2))
+
+
+def interleaved(contenders: dict[str, Callable[[], object]], repeats: int = 10,
+                min_ms: float = 50.0) -> dict[str, list[float]]:
+    """Time each contender ``repeats`` times, alternating A B A B; returns seconds per call."""
+    for fn in contenders.values():
+        fn()  # warm up
+    out: dict[str, list[float]] = {k: [] for k in contenders}
+    for _ in range(repeats):
+        for name, fn in contenders.items():
+            out[name].append(time_call(fn, min_ms)[0])
+    return out
+
+
+def ratios(a: list[float], b: list[float]) -> list[float]:
+    """Per-pair ratios b/a (a's speed over b's: >1 means a is faster)."""
+    return [y / x for x, y in zip(a, b)]
+
+
+def summary(ts: list[float]) -> dict:
+    return {"median": statistics.median(ts), "min": min(ts), "max": max(ts)}
+
+
+def write_results(name: str, rows: list[dict], table_md: str, env: dict, notes: str = "") -> None:
+    """Write results/NAME.csv (every row, all columns) and results/NAME.md."""
+    RESULTS.mkdir(exist_ok=True)
+    env = dict(env)
+    env["loadavg_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    cols: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in cols:
+                cols.append(k)
+    with open(RESULTS / f"{name}.csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        w.writerows(rows)
+    env_md = "\n".join(f"| {k} | {v} |" for k, v in env.items())
+    text = (f"# {name}\n\n{table_md}\n\n{notes}\n\n## Environment\n\n| what | value |\n|---|---|\n{env_md}\n")
+    (RESULTS / f"{name}.md").write_text(text)
+    (RESULTS / f"{name}.env.json").write_text(json.dumps(env, indent=1))
+
+
+def md_table(header: list[str], rows: list[list]) -> str:
+    def fmt(x):
+        return f"{x:.3g}" if isinstance(x, float) else str(x)
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(fmt(x) for x in r) + " |" for r in rows]
+    return "\n".join(lines)

@@ -1,0 +1,102 @@
+"""fp32 matmul 1024^3: hlotune's hand-written schedules vs numpy (OpenBLAS), side by side.
+
+Run: ``python -m bench.matmul_cpu``. Writes results/matmul_cpu.csv and results/matmul_cpu.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+
+import numpy as np
+
+import hlotune
+from hlotune import dsl
+
+from .common import environment, interleaved, md_table, write_results
+
+
+def tiled(M, N, K, bm=8, bn=64):
+    """Tiling + cache_write (a bm x bn accumulator tile) + vectorize + parallel."""
+    A = dsl.placeholder((M, K), "float32", name="A")
+    B = dsl.placeholder((K, N), "float32", name="B")
+    k = dsl.reduce_axis(K, name="k")
+    C = dsl.compute((M, N), lambda i, j: dsl.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = hlotune.Schedule(C)
+    CC = s.cache_write(C, "local")
+    io, jo, ii, ji = s.tile(C.axis[0], C.axis[1], bm, bn)
+    s.compute_at(CC, jo)
+    ci, cj = CC.op.axis
+    s.reorder(CC.op.reduce_axis[0], ci, cj)
+    s.unroll(ci)
+    s.vectorize(cj)
+    s.parallel(s.fuse(io, jo))
+    s.vectorize(ji)
+    return s
+
+
+def packed(M, N, K, bm=8, bn=64):
+    """As ``tiled`` plus B packed into [N/bn, K, bn] panels so the inner loop reads B contiguously."""
+    A = dsl.placeholder((M, K), "float32", name="A")
+    B = dsl.placeholder((K, N), "float32", name="B")
+    PB = dsl.compute((N // bn, K, bn), lambda x, y, z: B[y, x * bn + z], name="packedB")
+    k = dsl.reduce_axis(K, name="k")
+    C = dsl.compute((M, N), lambda i, j: dsl.sum(A[i, k] * PB[j // bn, k, j % bn], axis=k), name="C")
+    s = hlotune.Schedule(C)
+    CC = s.cache_write(C, "local")
+    io, jo, ii, ji = s.tile(C.axis[0], C.axis[1], bm, bn)
+    s.compute_at(CC, jo)
+    ci, cj = CC.op.axis
+    s.reorder(CC.op.reduce_axis[0], ci, cj)
+    s.unroll(ci)
+    s.vectorize(cj)
+    s.parallel(s.fuse(io, jo))
+    s.vectorize(ji)
+    x, _, z = PB.op.axis
+    s.parallel(x)
+    s.vectorize(z)
+    return s
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--size", type=int, default=1024)
+    ap.add_argument("--repeats", type=int, default=10)
+    args = ap.parse_args(argv)
+    n = args.size
+    flops = 2.0 * n * n * n
+    rng = np.random.default_rng(0)
+    a = rng.random((n, n), dtype=np.float32)
+    b = rng.random((n, n), dtype=np.float32)
+    ref = a @ b
+    kernels = {"hlotune tiled": hlotune.build(tiled(n, n, n)), "hlotune packed": hlotune.build(packed(n, n, n))}
+    outs = {k: np.empty((n, n), np.float32) for k in kernels}
+    for name, f in kernels.items():
+        f(a, b, outs[name])
+        np.testing.assert_allclose(outs[name], ref, rtol=1e-4, atol=1e-3)  # fp32, K=1024 sums
+    contenders = {"numpy": lambda: np.matmul(a, b)}
+    contenders.update({k: (lambda f=f, o=outs[k]: f(a, b, o)) for k, f in kernels.items()})
+    env = environment()
+    times = interleaved(contenders, repeats=args.repeats)
+    rows, table = [], []
+    for name, ts in times.items():
+        for r, t in enumerate(ts):
+            rows.append({"contender": name, "repeat": r, "seconds": t, "gflops": flops / t / 1e9,
+                         "ratio_vs_numpy": times["numpy"][r] / t})
+        rat = [times["numpy"][r] / t for r, t in enumerate(ts)]
+        med = statistics.median(ts)
+        table.append([name, f"{flops / med / 1e9:.1f}", f"{flops / max(ts) / 1e9:.1f}",
+                      f"{flops / min(ts) / 1e9:.1f}", f"{statistics.median(rat):.2f}"])
+    md = md_table(["contender", "GFLOPS (median)", "GFLOPS (min)", "GFLOPS (max)",
+                   "speed vs numpy (median of per-pair ratios)"], table)
+    notes = (f"fp32 {n}x{n}x{n}, {args.repeats} interleaved repeats of >= 50 ms each; every contender's "
+             "answer checked against numpy (rtol 1e-4, atol 1e-3) before timing. "
+             "`tiled`: 8x64 accumulator tile (cache_write) computed at the tile loop, k outermost in the tile, "
+             "rows unrolled, 64 columns vectorized, fused tile loops parallel. `packed`: the same plus B packed "
+             "into [N/64, K, 64] panels (a compute stage) so the inner loop streams B contiguously.")
+    write_results("matmul_cpu", rows, md, env, notes)
+    print(md)
+
+
+if __name__ == "__main__":
+    main()
