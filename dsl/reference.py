@@ -295,21 +295,23 @@ def evaluate(outputs, inputs, input_tensors: Sequence[Tensor] | None = None) -> 
     g = outputs if isinstance(outputs, Graph) else Graph(outputs, input_tensors)
     values: dict[int, tuple] = {}
     if isinstance(inputs, Mapping):
-        for t in g.inputs:
-            key = t if t in inputs else g.name(t.op)
+        arrays = []
+        for t, nm in zip(g.inputs, g.input_names):
+            key = t if t in inputs else nm
             if key not in inputs:
-                raise DSLError(f"reference: no value for input '{g.name(t.op)}'")
-            values[id(t.op)] = (np.asarray(inputs[key], t.dtype.np),)
+                raise DSLError(f"reference: no value for input '{nm}'")
+            arrays.append(inputs[key])
     else:
-        inputs = list(inputs)
-        if len(inputs) != len(g.inputs):
-            raise DSLError(f"reference: {len(g.inputs)} inputs expected, got {len(inputs)}")
-        for t, a in zip(g.inputs, inputs):
-            a = np.asarray(a)
-            if tuple(a.shape) != t.shape:
-                raise DSLError(f"reference: input '{g.name(t.op)}' has shape {a.shape}, "
-                               f"expected {t.shape}")
-            values[id(t.op)] = (a.astype(t.dtype.np, copy=False),)
+        arrays = list(inputs)
+        if len(arrays) != len(g.inputs):
+            raise DSLError(f"reference: {len(g.inputs)} inputs expected, got {len(arrays)}")
+    for t, nm, a in zip(g.inputs, g.input_names, arrays):
+        a = np.asarray(a)
+        if tuple(a.shape) != t.shape:
+            raise DSLError(f"reference: input '{nm}' has shape {a.shape}, expected {t.shape}")
+        vals = list(values.get(id(t.op), (None,) * t.op.num_outputs))
+        vals[t.value_index] = a.astype(t.dtype.np, copy=False)
+        values[id(t.op)] = tuple(vals)
     for op in g.ops:
         if isinstance(op, ComputeOp):
             values[id(op)] = _eval_compute(op, values)

@@ -321,11 +321,15 @@ class Graph:
     """
 
     def __init__(self, outputs: Sequence[Tensor] | Tensor, inputs: Sequence[Tensor] | None = None):
+        """``inputs`` (optional) fixes the argument order; it may also name computed tensors,
+        which then act as inputs (the graph stops there: a segment of a larger graph)."""
         outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
         for t in outs:
             if not isinstance(t, Tensor):
                 raise DSLError(f"graph outputs must be tensors, got {t!r}")
         self.outputs: tuple[Tensor, ...] = tuple(outs)
+        given = list(inputs) if inputs is not None else None
+        stop = {id(t.op) for t in given or ()}
         order: list = []
         seen: set[int] = set()
 
@@ -340,31 +344,51 @@ class Graph:
                     continue
                 seen.add(id(o))
                 stack.append((o, True))
+                if id(o) in stop:
+                    continue
                 for t in reversed(input_tensors(o)):
                     if id(t.op) not in seen:
                         stack.append((t.op, False))
 
         for t in outs:
             visit(t.op)
-        self.ops: tuple = tuple(order)
         found = sorted((o for o in order if isinstance(o, PlaceholderOp)), key=lambda o: o.seq)
-        if inputs is not None:
-            given = [t.op for t in inputs]
-            missing = [o.name for o in found if o not in given]
+        if given is not None:
+            have = {(id(t.op), t.value_index) for t in given}
+            missing = [o.name for o in found if (id(o), 0) not in have]
             if missing:
                 raise DSLError(f"graph reads placeholders {missing} that are not among the inputs")
-            found = given
-        self.inputs: tuple[Tensor, ...] = tuple(Tensor(p.shape, p.dtype, p) for p in found)
+            self.inputs: tuple[Tensor, ...] = tuple(given)
+        else:
+            self.inputs = tuple(Tensor(p.shape, p.dtype, p) for p in found)
+        self.ops: tuple = tuple(o for o in order if id(o) not in stop)
         self.names: dict[int, str] = {}
+        self.input_names: list[str] = []
         used: set[str] = set()
-        for o in list(found) + [o for o in order if isinstance(o, ComputeOp)]:
-            base, n = o.name, 0
-            nm = base
+
+        def fresh(base: str) -> str:
+            nm, n = base, 0
             while nm in used:
                 n += 1
                 nm = f"{base}_{n}"
             used.add(nm)
-            self.names[id(o)] = nm
+            return nm
+
+        for t in self.inputs:
+            self.input_names.append(fresh(t.name))
+            self.names.setdefault(id(t.op), self.input_names[-1])
+        for o in self.ops:
+            if isinstance(o, ComputeOp):
+                self.names[id(o)] = fresh(o.name)
+            elif id(o) not in self.names:
+                self.names[id(o)] = fresh(o.name)
+
+    def is_input(self, t: Tensor) -> int | None:
+        """Position of ``t`` among the inputs, or None."""
+        for k, x in enumerate(self.inputs):
+            if x.op is t.op and x.value_index == t.value_index:
+                return k
+        return None
 
     @property
     def compute_ops(self) -> tuple[ComputeOp, ...]:

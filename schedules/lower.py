@@ -45,6 +45,7 @@ class _Lowerer:
         self.inline_memo: dict[int, tuple[Expr, ...]] = {}
         self.attached: dict[IterVar, list[Stage]] = {}
         self.planned: dict[str, list[Interval]] = {}
+        self.inputs: dict[tuple[int, int], Buffer] = {}
         self.args: list[Buffer] = []
         self.readers = self._readers()
         for st in s.stages.values():
@@ -96,9 +97,9 @@ class _Lowerer:
 
     # -------------------------------------------------------------- buffers
     def make_args(self) -> None:
-        for t in self.g.inputs:
-            b = Buffer(self.g.name(t.op), t.dtype, t.shape, "arg")
-            self.regions[t.op.name + f"#{id(t.op)}"] = _Region((b,))
+        for t, nm in zip(self.g.inputs, self.g.input_names):
+            b = Buffer(nm, t.dtype, t.shape, "arg")
+            self.inputs[(id(t.op), t.value_index)] = b
             self.args.append(b)
         for t in self.g.outputs:
             if isinstance(t.op, PlaceholderOp):
@@ -112,9 +113,11 @@ class _Lowerer:
                 self.args.extend(bufs)
 
     def region_of(self, t: Tensor) -> tuple[Buffer, tuple[Expr, ...] | None]:
-        if isinstance(t.op, PlaceholderOp):
-            return self.regions[t.op.name + f"#{id(t.op)}"].buffers[0], None
+        if (id(t.op), t.value_index) in self.inputs:
+            return self.inputs[(id(t.op), t.value_index)], None
         st = self._stage_of(t)
+        if st is None:
+            raise ScheduleError(f"'{t.name}' is neither an input nor a stage of this schedule")
         reg = self.regions.get(st.name)
         if reg is None:
             raise ScheduleError(f"stage '{st.name}' is read before it is computed; is it computed at "

@@ -101,6 +101,9 @@ class Schedule:
         self.stages: dict[str, Stage] = {}
         self._by_op: dict[int, Stage] = {}
         self._owner: dict[IterVar, Stage] = {}
+        if self.graph.extern_ops:
+            raise ScheduleError(f"graph has extern ops ({', '.join(o.kind for o in self.graph.extern_ops)}); "
+                                "schedule the compute segments between them separately")
         for op in self.graph.compute_ops:
             st = Stage(self.graph.name(op), op, list(op.axis + op.reduce_axis))
             self._add_stage(st)

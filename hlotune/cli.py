@@ -1,0 +1,127 @@
+"""The ``hlotune`` command line: ``run`` (and more subcommands as they land)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+
+import numpy as np
+
+from .dsl.errors import HlotuneError
+
+
+def _load_inputs(module, path):
+    if path is None:
+        return module.random_inputs()
+    z = np.load(path)
+    arrays = []
+    for k, t in enumerate(module.params):
+        key = f"arg{k}"
+        if key not in z.files:
+            raise HlotuneError(f"{path}: no array '{key}' for parameter {k} ({t.name}: {t.dtype}{list(t.shape)})")
+        a = z[key]
+        if tuple(a.shape) != t.shape:
+            raise HlotuneError(f"{path}: '{key}' has shape {a.shape}, parameter {t.name} needs {t.shape}")
+        arrays.append(a.astype(t.dtype.np, copy=False))
+    return arrays
+
+
+def check_outputs(outs, ref_path, rtol=None, atol=None) -> list[dict]:
+    """Compare ``outs`` with ``out0, out1, ...`` of an npz; one dict per output."""
+    from .api import tolerance
+    z = np.load(ref_path)
+    rows = []
+    for k, o in enumerate(outs):
+        key = f"out{k}"
+        if key not in z.files:
+            rows.append({"output": key, "ok": False, "why": "missing in reference"})
+            continue
+        r = z[key]
+        if r.shape != o.shape:
+            rows.append({"output": key, "ok": False, "why": f"shape {o.shape} != reference {r.shape}"})
+            continue
+        rt, at = tolerance(r.dtype)
+        rt = rt if rtol is None else rtol
+        at = at if atol is None else atol
+        a = o.astype(np.float64)
+        b = r.astype(np.float64)
+        both_nan = np.isnan(a) & np.isnan(b)
+        same_inf = np.isinf(a) & (a == b)
+        diff = np.where(both_nan | same_inf, 0.0, np.abs(a - b))
+        diff = np.where(np.isnan(diff), np.inf, diff)
+        rel = diff / np.maximum(np.abs(b), 1e-30)
+        ok = bool(np.all(diff <= at + rt * np.abs(np.where(np.isfinite(b), b, 0))))
+        rows.append({"output": key, "ok": ok, "max_abs": float(diff.max(initial=0.0)),
+                     "max_rel": float(np.where(diff > 0, rel, 0).max(initial=0.0)), "rtol": rt, "atol": at})
+    if len(z.files) and len([f for f in z.files if f.startswith("out")]) != len(outs):
+        rows.append({"output": "count", "ok": False,
+                     "why": f"module gives {len(outs)} outputs, reference has "
+                            f"{len([f for f in z.files if f.startswith('out')])}"})
+    return rows
+
+
+def cmd_run(args) -> int:
+    from .api import compile, load_hlo
+    m = load_hlo(args.module)
+    t0 = time.perf_counter()
+    cm = compile(m, target=args.target)
+    t1 = time.perf_counter()
+    ins = _load_inputs(m, args.inputs)
+    outs = cm(*ins)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    t2 = time.perf_counter()
+    print(f"{m.signature}")
+    print(f"target {cm.target}: {len(cm.kernels)} kernel(s), compiled in {t1 - t0:.2f}s, ran in {(t2 - t1) * 1e3:.2f}ms")
+    if args.out:
+        np.savez(args.out, **{f"out{k}": o for k, o in enumerate(outs)})
+        print(f"wrote {len(outs)} output(s) to {args.out}")
+    if args.check:
+        rows = check_outputs(outs, args.check, args.rtol, args.atol)
+        bad = [r for r in rows if not r["ok"]]
+        for r in rows:
+            if "why" in r:
+                print(f"  {r['output']}: MISMATCH ({r['why']})")
+            else:
+                print(f"  {r['output']}: {'ok' if r['ok'] else 'MISMATCH'}  max abs err {r['max_abs']:.3g}, "
+                      f"max rel err {r['max_rel']:.3g} (rtol {r['rtol']:g}, atol {r['atol']:g})")
+        if bad:
+            print(f"check failed: {len(bad)} of {len(rows)} outputs differ from {args.check}")
+            return 1
+        print(f"check passed: {len(rows)} outputs match {args.check}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="hlotune", description="Compile and autotune XLA HLO modules.")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="compile and run an HLO module")
+    r.add_argument("module", help="HLO text file (.hlo)")
+    r.add_argument("--target", default="cpu", help="cpu (default)")
+    r.add_argument("--inputs", help="npz with arg0, arg1, ... (random inputs when omitted)")
+    r.add_argument("--check", help="npz with out0, out1, ... to compare against")
+    r.add_argument("--out", help="write the outputs to this npz")
+    r.add_argument("--rtol", type=float, help="relative tolerance for --check (default per dtype)")
+    r.add_argument("--atol", type=float, help="absolute tolerance for --check (default per dtype)")
+    r.set_defaults(fn=cmd_run)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.fn(args)
+    except HlotuneError as e:
+        print(f"hlotune: error: {e}", file=sys.stderr)
+        return 2
+    except (OSError, KeyError) as e:
+        print(f"hlotune: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Run a whole graph (a lowered HLO module) on a target.
+
+The graph is cut at extern ops (while loops, sort, ...): each segment of compute ops between
+them becomes one compiled kernel (one C function running all its loop nests), extern ops run
+on the host and evaluate their sub-computations through compiled code too. Extern ops with no
+inputs (array constants) are evaluated once, at compile time.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..dsl.errors import KernelArgumentError
+from ..dsl.tensor import ComputeOp, ExternOp, Graph, Tensor, input_tensors
+from ..schedules.fusion import default_schedule
+from ..schedules.schedule import Schedule
+from .build import Kernel, build
+from .targets import Target, get_target
+
+log = logging.getLogger(__name__)
+
+Key = tuple[int, int]
+
+
+def _key(t: Tensor) -> Key:
+    return (id(t.op), t.value_index)
+
+
+@dataclass
+class _KernelStep:
+    kernel: Kernel
+    graph: Graph
+    inputs: list[Key]
+    outputs: list[Key]
+
+
+@dataclass
+class _ExternStep:
+    op: ExternOp
+    inputs: list[Key]
+
+
+class CompiledGraph:
+    """``outputs`` computed from ``inputs`` on ``target``; call with numpy arrays.
+
+    ``schedule_fn(graph) -> Schedule`` picks each segment's schedule (default: fused, parallel,
+    vectorized loops; a tuning database supplies tuned ones).
+    """
+
+    def __init__(self, outputs: Sequence[Tensor], inputs: Sequence[Tensor] | None = None,
+                 target="cpu", schedule_fn: Callable[[Graph], Schedule] | None = None):
+        self.target: Target = get_target(target)
+        self.graph = Graph(list(outputs), inputs)
+        self.schedule_fn = schedule_fn or default_schedule
+        self.constants: dict[Key, np.ndarray] = {}
+        self.steps: list = []
+        self._sub: dict[tuple, CompiledGraph] = {}
+        self._plan()
+
+    # ------------------------------------------------------------------ planning
+    def _plan(self) -> None:
+        g = self.graph
+        phase: dict[int, int] = {}
+        for t in g.inputs:
+            phase[id(t.op)] = 0
+        externs: list[ExternOp] = []
+        ext_phase: dict[int, int] = {}   # the phase after whose kernel an extern op runs
+        for op in g.ops:
+            ins = input_tensors(op)
+            p = max((phase[id(t.op)] for t in ins), default=0)
+            if isinstance(op, ExternOp):
+                if not op.inputs:
+                    outs = op.fn([], self.run)
+                    for k, (o, d, shp) in enumerate(zip(outs, op.out_dtypes, op.out_shapes)):
+                        self.constants[(id(op), k)] = np.ascontiguousarray(np.asarray(o, d.np).reshape(shp))
+                    phase[id(op)] = 0
+                    continue
+                externs.append(op)
+                ext_phase[id(op)] = p
+                phase[id(op)] = p + 1
+            elif id(op) not in phase:
+                phase[id(op)] = p
+        out_keys = {_key(t) for t in g.outputs}
+        nphases = max(phase.values(), default=0) + 1
+        for p in range(nphases):
+            seg = [op for op in g.ops if isinstance(op, ComputeOp) and phase[id(op)] == p]
+            if seg:
+                self.steps.append(self._segment(seg, phase, out_keys))
+            for op in externs:
+                if ext_phase[id(op)] == p:
+                    self.steps.append(_ExternStep(op, [_key(t) for t in op.inputs]))
+
+    def _segment(self, seg: list[ComputeOp], phase: dict, out_keys: set[Key]) -> _KernelStep:
+        ids = {id(op) for op in seg}
+        needed_later: set[Key] = set(out_keys)
+        for op in self.graph.ops:
+            if id(op) in ids:
+                continue
+            for t in input_tensors(op):
+                needed_later.add(_key(t))
+        outs: list[Tensor] = []
+        for op in seg:
+            for k in range(op.num_outputs):
+                if (id(op), k) in needed_later:
+                    outs.append(op.output(k))
+        ins: list[Tensor] = []
+        seen: set[Key] = set()
+        for op in seg:
+            for t in input_tensors(op):
+                if id(t.op) not in ids and _key(t) not in seen:
+                    seen.add(_key(t))
+                    ins.append(t)
+        g = Graph(outs, ins)
+        sched = self.schedule_fn(g)
+        kernel = build(sched, self.target)
+        log.debug("segment of %d ops -> kernel with %d inputs, %d outputs", len(seg), len(ins), len(outs))
+        return _KernelStep(kernel, g, [_key(t) for t in ins], [_key(t) for t in outs])
+
+    # ------------------------------------------------------------------ running
+    def run(self, outputs: Sequence[Tensor], arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Evaluate a sub-computation (for extern ops), compiled once and cached."""
+        k = tuple(_key(t) for t in outputs)
+        if k not in self._sub:
+            self._sub[k] = CompiledGraph(outputs, None, self.target, self.schedule_fn)
+        r = self._sub[k](*arrays)
+        return list(r) if isinstance(r, tuple) else [r]
+
+    def __call__(self, *arrays):
+        g = self.graph
+        if len(arrays) != len(g.inputs):
+            raise KernelArgumentError(f"expected {len(g.inputs)} inputs "
+                                      f"({', '.join(g.input_names)}), got {len(arrays)}")
+        values: dict[Key, np.ndarray] = dict(self.constants)
+        for t, nm, a in zip(g.inputs, g.input_names, arrays):
+            a = np.asarray(a)
+            if a.dtype != t.dtype.np:
+                raise KernelArgumentError(f"input '{nm}' has dtype {a.dtype}, expected {t.dtype}")
+            if tuple(a.shape) != t.shape:
+                raise KernelArgumentError(f"input '{nm}' has shape {a.shape}, expected {t.shape}")
+            values[_key(t)] = np.ascontiguousarray(a)
+        for step in self.steps:
+            if isinstance(step, _KernelStep):
+                res = step.kernel(*[values[k] for k in step.inputs])
+                res = res if isinstance(res, tuple) else (res,)
+                values.update(zip(step.outputs, res))
+            else:
+                op = step.op
+                outs = op.fn([values[k] for k in step.inputs], self.run)
+                for i, (o, d, shp) in enumerate(zip(outs, op.out_dtypes, op.out_shapes)):
+                    values[(id(op), i)] = np.ascontiguousarray(np.asarray(o, d.np).reshape(shp))
+        res = tuple(values[_key(t)] for t in g.outputs)
+        return res[0] if len(res) == 1 else res
+
+    @property
+    def kernels(self) -> list[Kernel]:
+        return [s.kernel for s in self.steps if isinstance(s, _KernelStep)]

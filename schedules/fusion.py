@@ -1,0 +1,97 @@
+"""Default fusion and loop schedules for a graph (no tuning).
+
+Fusion follows XLA's loop fusion: elementwise/injective stages (broadcasts, reshapes, slices,
+converts, ...) are inlined into their readers, so reductions take their elementwise inputs
+along and chains become one loop nest. A stage stays materialized when it is an output, a
+reduction, or an expensive stage (transcendental math) read by several stages.
+Each remaining stage gets a sane loop schedule: outer data loops fused and parallel when the
+work is large enough, the innermost data loop vectorized, and for reductions with a wide
+innermost output axis the reduction loops moved outside it so that axis vectorizes.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..dsl.expr import walk
+from ..dsl.ops import Op
+from ..dsl.tensor import Graph, input_tensors
+from .schedule import Schedule, Stage
+
+_EXPENSIVE = {Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.TANH, Op.ERF, Op.SIN, Op.COS, Op.TAN, Op.POW,
+              Op.SQRT, Op.RSQRT, Op.CBRT, Op.ATAN2, Op.DIV, Op.REM}
+
+#: Work (output elements x reduction extent) below which a stage runs on one thread.
+PARALLEL_MIN_WORK = 1 << 15
+
+
+def _cost(st: Stage) -> tuple[int, int]:
+    """(number of nodes, number of expensive nodes) of the stage's body."""
+    n = e = 0
+    for x in walk(st.op.body):
+        n += 1
+        e += x.op in _EXPENSIVE
+    return n, e
+
+
+def fuse_default(s: Schedule) -> None:
+    """Inline injective stages into their readers (see module docstring)."""
+    readers: dict[str, set[str]] = {n: set() for n in s.stages}
+    for st in s.stages.values():
+        for t in input_tensors(st.op):
+            p = s.stage_of_op(t.op)
+            if p is not None:
+                readers[p.name].add(st.name)
+    outputs = {id(t.op) for t in s.graph.outputs}
+    for st in list(s.stages.values()):
+        if id(st.op) in outputs or st.op.is_reduction or st.op.num_outputs != 1:
+            continue
+        nodes, expensive = _cost(st)
+        if len(readers[st.name]) <= 1 or (expensive == 0 and nodes <= 24):
+            s.compute_inline(st.op.output(0))
+
+
+def loop_default(s: Schedule, st: Stage, threads: int | None = None) -> None:
+    """Parallel outer loops and a vectorized inner loop for one root stage."""
+    threads = threads or os.cpu_count() or 1
+    data = [v for v in st.leaf if v.kind == "data"]
+    red = [v for v in st.leaf if v.kind == "reduce"]
+    work = 1
+    for v in st.leaf:
+        work *= max(v.extent, 1)
+    vec = None
+    if data and data[-1].extent >= 4:
+        if not red:
+            vec = data[-1]
+        elif len(data) >= 2 and data[-1].extent >= 8:
+            s.reorder(*data[:-1], *red, data[-1])
+            vec = data[-1]
+    if vec is not None:
+        s.vectorize(vec)
+    outer = [v for v in data if v is not vec]
+    if outer and work >= PARALLEL_MIN_WORK and threads > 1:
+        # outer data loops lead the leaf order unless a reorder moved reductions before them
+        lead = []
+        for v in st.leaf:
+            if v in outer:
+                lead.append(v)
+            else:
+                break
+        if lead:
+            ax = lead[0]
+            for v in lead[1:]:
+                if ax.extent >= 4 * threads:
+                    break
+                ax = s.fuse(ax, v)
+            if ax.extent >= 2:
+                s.parallel(ax)
+
+
+def default_schedule(outputs, inputs=None, threads: int | None = None) -> Schedule:
+    """Fused, parallel, vectorized default schedule of the graph computing ``outputs``."""
+    s = Schedule(outputs if isinstance(outputs, Graph) else Graph(outputs, inputs))
+    fuse_default(s)
+    for st in list(s.stages.values()):
+        if st.attach == ("root",):
+            loop_default(s, st, threads)
+    return s
