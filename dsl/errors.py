@@ -82,5 +82,6 @@ class TargetError(HlotuneError, ValueError):
 class MissingDependencyError(HlotuneError, ImportError):
     """An optional dependency is missing; the message says which extra installs it."""
 
-    def __init__(self, package: str, extra: str):
-        super().__init__(f"{package} is not installed: pip install 'hlotune[{extra}]'")
+    def __init__(self, package: str, extra: str = ""):
+        how = f"pip install 'hlotune[{extra}]'" if extra else f"pip install {package}"
+        super().__init__(f"{package} is not installed: {how}")

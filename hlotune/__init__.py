@@ -19,7 +19,7 @@ from . import dsl  # noqa: E402  (hlotune.dsl)
 
 def __getattr__(name):
     # the HLO front-end loads on first use, so `import hlotune` stays light
-    if name in ("load_hlo", "compile", "Module", "CompiledModule"):
+    if name in ("load_hlo", "compile", "tune", "report", "Module", "CompiledModule"):
         from . import api
         return getattr(api, name)
     raise AttributeError(f"module 'hlotune' has no attribute '{name}'")
@@ -27,6 +27,6 @@ def __getattr__(name):
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
-__all__ = ["dsl", "load_hlo", "compile", "Module", "CompiledModule", "errors", "Schedule", "build", "Kernel", "Target", "get_target", "HlotuneError",
+__all__ = ["dsl", "load_hlo", "compile", "tune", "report", "Module", "CompiledModule", "errors", "Schedule", "build", "Kernel", "Target", "get_target", "HlotuneError",
            "DSLError", "ScheduleError", "CompileError", "KernelArgumentError", "HloParseError",
            "UnsupportedOpError", "ConfigError"]

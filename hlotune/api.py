@@ -8,11 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .dsl.hlo.lower import LoweredModule, lower_module
-from .dsl.hlo.parser import parse_hlo
 from .runtime.module import CompiledGraph
 
-__all__ = ["Module", "CompiledModule", "load_hlo", "compile", "tolerance"]
+__all__ = ["Module", "CompiledModule", "load_hlo", "compile", "tune", "report", "tolerance"]
 
 
 @dataclass
@@ -25,7 +23,7 @@ class Module:
 
     name: str
     hlo: object
-    lowered: LoweredModule
+    lowered: object
     source: str | None = None
 
     @property
@@ -79,6 +77,8 @@ def load_hlo(path_or_text) -> Module:
         text = Path(file).read_text()
     else:
         text = str(path_or_text)
+    from .dsl.hlo.lower import lower_module
+    from .dsl.hlo.parser import parse_hlo
     hlo = parse_hlo(text, file=file)
     lowered = lower_module(hlo)
     return Module(hlo.name, hlo, lowered, file)
@@ -104,11 +104,48 @@ class CompiledModule:
         return self.graph.kernels
 
 
-def compile(module, target="cpu") -> CompiledModule:  # noqa: A001
-    """Compile ``module`` (a Module, path or HLO text) for ``target`` with default schedules."""
+def _db(db):
+    from .autotune.database import Database
+    if db is None or isinstance(db, Database):
+        return db
+    return Database(db)
+
+
+def compile(module, target="cpu", db=None) -> CompiledModule:  # noqa: A001
+    """Compile ``module`` (a Module, path or HLO text) for ``target``. With ``db`` (a path or
+    Database), each kernel uses the best configuration tuned for it on this target; kernels
+    the database does not know get the default schedule."""
+    from .runtime.targets import get_target
     if not isinstance(module, Module):
         module = load_hlo(module)
-    return CompiledModule(module, target)
+    t = get_target(target)
+    fn = None
+    if db is not None:
+        from .autotune.task import tuned_schedule_fn
+        fn = tuned_schedule_fn(_db(db), t)
+    return CompiledModule(module, t, fn)
+
+
+def tune(module, target="cpu", trials: int = 64, db="tuning.db", tuner: str = "bayes", seed: int = 0,
+         progress: bool = True, **options):
+    """Tune every kernel of ``module`` on ``target`` with ``trials`` measurements in all; every
+    trial goes into ``db`` (SQLite path or Database) as it finishes. Re-running the same call
+    resumes. Returns one result per task (see ``autotune.tune.TaskResult``)."""
+    from .autotune.tune import tune_graph
+    from .runtime.targets import get_target
+    if not isinstance(module, Module):
+        module = load_hlo(module)
+    from .autotune.task import workload_key
+    from .dsl.tensor import Graph
+    key = module.name + ":" + workload_key(Graph(module.outputs, module.params))
+    return tune_graph(module.outputs, module.params, get_target(target), trials, _db(db), tuner, seed,
+                      progress=progress, module_key=key, **options)
+
+
+def report(db="tuning.db"):
+    """pandas reports of a tuning database (see ``autotune.report.Report``)."""
+    from .autotune.report import Report
+    return Report(_db(db))
 
 
 def tolerance(dtype) -> tuple[float, float]:

@@ -66,7 +66,7 @@ def cmd_run(args) -> int:
     from .api import compile, load_hlo
     m = load_hlo(args.module)
     t0 = time.perf_counter()
-    cm = compile(m, target=args.target)
+    cm = compile(m, target=args.target, db=args.db)
     t1 = time.perf_counter()
     ins = _load_inputs(m, args.inputs)
     outs = cm(*ins)
@@ -93,6 +93,53 @@ def cmd_run(args) -> int:
     return 0
 
 
+def cmd_tune(args) -> int:
+    from .api import load_hlo, tune
+    from .autotune.tune import summary_table
+    m = load_hlo(args.module)
+    t0 = time.perf_counter()
+    res = tune(m, target=args.target, trials=args.trials, db=args.db, tuner=args.tuner, seed=args.seed,
+               progress=not args.quiet, batch=args.batch, timeout=args.timeout)
+    print(f"tuned {m.name} on {args.target}: {len(res)} task(s), {args.trials} trial budget, "
+          f"{time.perf_counter() - t0:.1f}s; database {args.db}")
+    print(summary_table(res))
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .api import report
+    from .autotune.report import write
+    r = report(args.db)
+    view = {"tasks": r.tasks, "schedules": r.schedules, "tuners": r.tuners, "targets": r.targets,
+            "convergence": r.convergence, "trials": r.trials}[args.view]
+    df = view()
+    if args.view == "tasks" and not df.empty and args.format == "table":
+        df = df.drop(columns=["workload", "shapes"]).assign(best_config=df.best_config.astype(str).str[:60])
+    text = write(df, args.format, args.out)
+    if not args.out:
+        print(text)
+    if args.plot:
+        r.plot_convergence(args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from .autotune.database import Database
+    n = Database(args.db).export_jsonl(args.log)
+    print(f"exported {n} trials from {args.db} to {args.log}")
+    return 0
+
+
+def cmd_import(args) -> int:
+    from .autotune.database import Database
+    ok, skipped = Database(args.db).import_jsonl(args.log)
+    print(f"imported {ok} trials into {args.db}; skipped {len(skipped)}")
+    for line, why in skipped:
+        print(f"  line {line}: {why}")
+    return 0 if not skipped else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="hlotune", description="Compile and autotune XLA HLO modules.")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
@@ -105,7 +152,34 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", help="write the outputs to this npz")
     r.add_argument("--rtol", type=float, help="relative tolerance for --check (default per dtype)")
     r.add_argument("--atol", type=float, help="absolute tolerance for --check (default per dtype)")
+    r.add_argument("--db", help="use the best tuned configs from this tuning database")
     r.set_defaults(fn=cmd_run)
+    t = sub.add_parser("tune", help="tune every kernel of an HLO module, recording trials in a database")
+    t.add_argument("module", help="HLO text file (.hlo)")
+    t.add_argument("--target", default="cpu")
+    t.add_argument("--trials", type=int, default=64, help="measurements in all (default 64)")
+    t.add_argument("--db", default="tuning.db", help="SQLite tuning database (default tuning.db)")
+    t.add_argument("--tuner", default="bayes", help="bayes (default), random or grid")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--batch", type=int, default=4, help="candidates per round")
+    t.add_argument("--timeout", type=float, default=20.0, help="seconds before a candidate is a timeout")
+    t.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(fn=cmd_tune)
+    rp = sub.add_parser("report", help="reports of a tuning database")
+    rp.add_argument("--db", default="tuning.db")
+    rp.add_argument("--view", default="tasks", choices=["tasks", "schedules", "tuners", "targets", "convergence", "trials"])
+    rp.add_argument("--format", default="table", choices=["table", "csv", "md", "html"])
+    rp.add_argument("--out", help="write to this file")
+    rp.add_argument("--plot", help="also plot convergence to this PNG")
+    rp.set_defaults(fn=cmd_report)
+    ex = sub.add_parser("export", help="export a database's trials as a JSON-lines log")
+    ex.add_argument("log")
+    ex.add_argument("--db", default="tuning.db")
+    ex.set_defaults(fn=cmd_export)
+    im = sub.add_parser("import", help="import a JSON-lines log (each record validated)")
+    im.add_argument("log")
+    im.add_argument("--db", default="tuning.db")
+    im.set_defaults(fn=cmd_import)
     return p
 
 

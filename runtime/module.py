@@ -44,6 +44,55 @@ class _ExternStep:
     inputs: list[Key]
 
 
+def plan_segments(graph: Graph, eval_constant: Callable | None = None) -> list:
+    """Cut ``graph`` at extern ops. Returns, in execution order: a dict of constant values
+    (extern ops without inputs, evaluated by ``eval_constant(op)``), ``(outputs, inputs)``
+    pairs of compute segments, and the ExternOps between them."""
+    phase: dict[int, int] = {id(t.op): 0 for t in graph.inputs}
+    externs: list[ExternOp] = []
+    ext_phase: dict[int, int] = {}   # the phase after whose segment an extern op runs
+    constants: dict[Key, np.ndarray] = {}
+    for op in graph.ops:
+        p = max((phase[id(t.op)] for t in input_tensors(op)), default=0)
+        if isinstance(op, ExternOp) and not op.inputs:
+            if eval_constant is not None:
+                outs = eval_constant(op)
+                for k, (o, d, shp) in enumerate(zip(outs, op.out_dtypes, op.out_shapes)):
+                    constants[(id(op), k)] = np.ascontiguousarray(np.asarray(o, d.np).reshape(shp))
+            phase[id(op)] = 0
+        elif isinstance(op, ExternOp):
+            externs.append(op)
+            ext_phase[id(op)] = p
+            phase[id(op)] = p + 1
+        elif id(op) not in phase:
+            phase[id(op)] = p
+    out_keys = {_key(t) for t in graph.outputs}
+    plan: list = [constants] if constants else []
+    for p in range(max(phase.values(), default=0) + 1):
+        seg = [op for op in graph.ops if isinstance(op, ComputeOp) and phase[id(op)] == p]
+        if seg:
+            plan.append(_segment_io(graph, seg, out_keys))
+        plan.extend(op for op in externs if ext_phase[id(op)] == p)
+    return plan
+
+
+def _segment_io(graph: Graph, seg: list[ComputeOp], out_keys: set[Key]):
+    ids = {id(op) for op in seg}
+    needed_later: set[Key] = set(out_keys)
+    for op in graph.ops:
+        if id(op) not in ids:
+            needed_later.update(_key(t) for t in input_tensors(op))
+    outs = [op.output(k) for op in seg for k in range(op.num_outputs) if (id(op), k) in needed_later]
+    ins: list[Tensor] = []
+    seen: set[Key] = set()
+    for op in seg:
+        for t in input_tensors(op):
+            if id(t.op) not in ids and _key(t) not in seen:
+                seen.add(_key(t))
+                ins.append(t)
+    return outs, ins
+
+
 class CompiledGraph:
     """``outputs`` computed from ``inputs`` on ``target``; call with numpy arrays.
 
@@ -63,62 +112,17 @@ class CompiledGraph:
 
     # ------------------------------------------------------------------ planning
     def _plan(self) -> None:
-        g = self.graph
-        phase: dict[int, int] = {}
-        for t in g.inputs:
-            phase[id(t.op)] = 0
-        externs: list[ExternOp] = []
-        ext_phase: dict[int, int] = {}   # the phase after whose kernel an extern op runs
-        for op in g.ops:
-            ins = input_tensors(op)
-            p = max((phase[id(t.op)] for t in ins), default=0)
-            if isinstance(op, ExternOp):
-                if not op.inputs:
-                    outs = op.fn([], self.run)
-                    for k, (o, d, shp) in enumerate(zip(outs, op.out_dtypes, op.out_shapes)):
-                        self.constants[(id(op), k)] = np.ascontiguousarray(np.asarray(o, d.np).reshape(shp))
-                    phase[id(op)] = 0
-                    continue
-                externs.append(op)
-                ext_phase[id(op)] = p
-                phase[id(op)] = p + 1
-            elif id(op) not in phase:
-                phase[id(op)] = p
-        out_keys = {_key(t) for t in g.outputs}
-        nphases = max(phase.values(), default=0) + 1
-        for p in range(nphases):
-            seg = [op for op in g.ops if isinstance(op, ComputeOp) and phase[id(op)] == p]
-            if seg:
-                self.steps.append(self._segment(seg, phase, out_keys))
-            for op in externs:
-                if ext_phase[id(op)] == p:
-                    self.steps.append(_ExternStep(op, [_key(t) for t in op.inputs]))
-
-    def _segment(self, seg: list[ComputeOp], phase: dict, out_keys: set[Key]) -> _KernelStep:
-        ids = {id(op) for op in seg}
-        needed_later: set[Key] = set(out_keys)
-        for op in self.graph.ops:
-            if id(op) in ids:
-                continue
-            for t in input_tensors(op):
-                needed_later.add(_key(t))
-        outs: list[Tensor] = []
-        for op in seg:
-            for k in range(op.num_outputs):
-                if (id(op), k) in needed_later:
-                    outs.append(op.output(k))
-        ins: list[Tensor] = []
-        seen: set[Key] = set()
-        for op in seg:
-            for t in input_tensors(op):
-                if id(t.op) not in ids and _key(t) not in seen:
-                    seen.add(_key(t))
-                    ins.append(t)
-        g = Graph(outs, ins)
-        sched = self.schedule_fn(g)
-        kernel = build(sched, self.target)
-        log.debug("segment of %d ops -> kernel with %d inputs, %d outputs", len(seg), len(ins), len(outs))
-        return _KernelStep(kernel, g, [_key(t) for t in ins], [_key(t) for t in outs])
+        for item in plan_segments(self.graph, lambda op: op.fn([], self.run)):
+            if isinstance(item, ExternOp):
+                self.steps.append(_ExternStep(item, [_key(t) for t in item.inputs]))
+            elif isinstance(item, dict):
+                self.constants.update(item)
+            else:
+                outs, ins = item
+                g = Graph(outs, ins)
+                kernel = build(self.schedule_fn(g), self.target)
+                log.debug("segment -> kernel with %d inputs, %d outputs", len(ins), len(outs))
+                self.steps.append(_KernelStep(kernel, g, [_key(t) for t in ins], [_key(t) for t in outs]))
 
     # ------------------------------------------------------------------ running
     def run(self, outputs: Sequence[Tensor], arrays: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -1,0 +1,183 @@
+"""Measurement: build candidates in parallel, run each in an isolated worker with a timeout,
+verify the answer against the numpy reference, then time it (every repeat kept).
+
+Failures are values (``MeasureResult.failure``): ``invalid`` (the config breaks a rule; never
+compiled), ``compile_error``, ``runtime_error`` (an exception or a crashed worker),
+``wrong_answer``, ``timeout``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..dsl.errors import CompileError, ConfigError, DSLError, LoweringError, ScheduleError
+from ..dsl.reference import evaluate
+from ..runtime.codegen.c import render_c
+from ..runtime.cpu import compile_c
+from ..schedules.steps import step_to_json
+from .task import Task
+
+log = logging.getLogger(__name__)
+
+#: (rtol, atol) for checking candidates against the reference, by dtype kind and size.
+TOLERANCES = {"float16": (2e-2, 2e-2), "bfloat16": (3e-2, 3e-2), "float32": (1e-4, 1e-4),
+              "float64": (1e-9, 1e-9)}
+
+
+def tolerance(dtype_name: str) -> tuple[float, float]:
+    return TOLERANCES.get(dtype_name, (0.0, 0.0))
+
+
+@dataclass
+class MeasureResult:
+    config: dict
+    steps: list = field(default_factory=list)
+    times: list[float] = field(default_factory=list)
+    failure: str | None = None
+    message: str = ""
+    started: float = 0.0
+    finished: float = 0.0
+
+    @property
+    def median(self) -> float | None:
+        if self.failure or not self.times:
+            return None
+        return float(np.median(self.times))
+
+
+@dataclass
+class _Built:
+    config: dict
+    steps: list
+    so: str | None = None
+    failure: str | None = None
+    message: str = ""
+
+
+class Worker:
+    """A persistent measurement process; restarted after a crash or a timeout."""
+
+    def __init__(self):
+        self.proc: subprocess.Popen | None = None
+
+    def _start(self):
+        env = dict(os.environ)
+        self.proc = subprocess.Popen([sys.executable, "-m", "hlotune.autotune.worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+                                     bufsize=1)
+
+    def request(self, req: dict, timeout: float) -> dict:
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        assert self.proc and self.proc.stdin and self.proc.stdout
+        try:
+            self.proc.stdin.write(json.dumps(req) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            return self._died()
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            self.kill()
+            return {"ok": False, "failure": "timeout", "message": f"no answer within {timeout:g}s"}
+        line = self.proc.stdout.readline()
+        if not line:
+            return self._died()
+        return json.loads(line)
+
+    def _died(self) -> dict:
+        code = self.proc.wait() if self.proc else None
+        self.proc = None
+        sig = f" (signal {-code})" if code is not None and code < 0 else ""
+        return {"ok": False, "failure": "runtime_error", "message": f"worker died with exit code {code}{sig}"}
+
+    def kill(self):
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            self.proc = None
+
+    def close(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.proc = None
+
+
+class Measurer:
+    """Builds and measures configs of one task. Inputs and reference outputs are computed
+    once (numpy reference evaluator) and handed to the worker as .npy files."""
+
+    def __init__(self, task: Task, repeat: int = 5, min_repeat_ms: float = 20.0, timeout: float = 20.0,
+                 build_workers: int | None = None, seed: int = 0):
+        self.task = task
+        self.repeat = repeat
+        self.min_repeat_ms = min_repeat_ms
+        self.timeout = timeout
+        self.build_workers = build_workers or os.cpu_count() or 1
+        self.dir = tempfile.TemporaryDirectory(prefix="hlotune_measure_")
+        self.worker = Worker()
+        ins = task.random_inputs(seed)
+        outs = evaluate(task.graph, ins)
+        self.inputs = self._save("in", ins)
+        self.expected = self._save("ref", outs)
+        self.out_specs = [[list(t.shape), t.dtype.name] for t in task.graph.outputs]
+        d = task.graph.outputs[0].dtype.name
+        self.rtol, self.atol = tolerance(d)
+
+    def _save(self, prefix: str, arrays) -> list[str]:
+        paths = []
+        for k, a in enumerate(arrays):
+            p = Path(self.dir.name) / f"{prefix}{k}.npy"
+            np.save(p, np.ascontiguousarray(a))
+            paths.append(str(p))
+        return paths
+
+    def build(self, config: dict | None) -> _Built:
+        """Schedule (``invalid`` on a broken rule), render and compile one config."""
+        try:
+            s = self.task.schedule(config)
+            steps = [step_to_json(x) for x in s.steps]
+            src = render_c(s.lower())
+        except (ScheduleError, ConfigError, LoweringError, DSLError) as e:
+            return _Built(config or {}, [], failure="invalid", message=str(e))
+        try:
+            so = compile_c(src, self.task.target.compiler)
+        except CompileError as e:
+            return _Built(config or {}, steps, failure="compile_error", message=str(e))
+        return _Built(config or {}, steps, so=str(so))
+
+    def run(self, b: _Built) -> MeasureResult:
+        t0 = time.time()
+        if b.failure:
+            return MeasureResult(b.config, b.steps, [], b.failure, b.message, t0, time.time())
+        req = {"so": b.so, "inputs": self.inputs, "expected": self.expected, "out": self.out_specs,
+               "rtol": self.rtol, "atol": self.atol, "repeat": self.repeat, "min_repeat_ms": self.min_repeat_ms}
+        rep = self.worker.request(req, self.timeout)
+        if rep["ok"]:
+            return MeasureResult(b.config, b.steps, rep["times"], None, "", t0, time.time())
+        return MeasureResult(b.config, b.steps, [], rep["failure"], rep.get("message", ""), t0, time.time())
+
+    def measure(self, configs: list[dict | None]) -> list[MeasureResult]:
+        """Build in parallel, then run one at a time (timings are not disturbed by builds)."""
+        with ThreadPoolExecutor(self.build_workers) as ex:
+            built = list(ex.map(self.build, configs))
+        return [self.run(b) for b in built]
+
+    def close(self):
+        self.worker.close()
+        self.dir.cleanup()

@@ -1,0 +1,206 @@
+"""Tuning a graph: tasks, budget shares, warm starts, resumable runs, a progress bar.
+
+The trial budget is shared across tasks by their share of the default schedule's time (as
+Ansor's task scheduler): every task first measures its default schedule, then the rest of the
+budget goes to tasks in proportion to ``weight x default time``. A run has an id (module,
+target, budget, tuner, seed): running the same command again resumes it; configs already in
+the database (from any run) are told to the tuner, not measured again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+from tqdm.auto import tqdm
+
+from ..dsl.errors import ConfigError
+from ..runtime.targets import Target
+from .database import Database, Trial, config_key
+from .measure import Measurer, MeasureResult
+from .task import Task, extract_tasks
+from .tuners import get_tuner
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TaskResult:
+    task: Task
+    trials: int = 0
+    failures: dict = field(default_factory=dict)
+    default_time: float | None = None
+    best_time: float | None = None
+    best_config: dict | None = None
+
+
+def register_task(db: Database, task: Task) -> None:
+    db.add_workload(task.key, task.family, task.shapes, task.dtypes, task.description, task.flops, task.bytes)
+    db.add_target(task.target.key, task.target.kind, task.target.provenance)
+
+
+def warm_start_configs(db: Database, task: Task, k: int = 4) -> list[dict]:
+    """Best configs of the most similar workloads in the database (same family and target
+    kind, nearest shapes in log space) that are valid in this task's space."""
+    space = task.space
+    own = {w["key"] for w in db.workloads() if w["key"] == task.key}
+    cands = []
+    mine = _shape_vec(task.shapes)
+    for w in db.workloads():
+        if w["family"] != task.family or w["key"] in own:
+            continue
+        other = _shape_vec(w["shapes"])
+        if len(other) != len(mine):
+            continue
+        dist = sum(abs(math.log2(max(a, 1)) - math.log2(max(b, 1))) for a, b in zip(mine, other))
+        cands.append((dist, w["key"]))
+    out: list[dict] = []
+    for _, key in sorted(cands)[:3]:
+        for tgt in db.targets():
+            if tgt["kind"] != task.target.kind:
+                continue
+            for t in db.top_k(key, tgt["key"], k):
+                try:
+                    space.validate(t.config)
+                except ConfigError:
+                    continue
+                if t.config not in out:
+                    out.append(t.config)
+    return out[:k]
+
+
+def _shape_vec(shapes: dict) -> list[int]:
+    v: list[int] = []
+    for grp in ("inputs", "outputs", "reduce"):
+        for s in shapes.get(grp, []):
+            v.extend(s if isinstance(s, list) else [s])
+    return v
+
+
+def run_id(module_key: str, target: Target, trials: int, tuner: str, seed: int) -> str:
+    return hashlib.sha256(json.dumps([module_key, target.key, trials, tuner, seed]).encode()).hexdigest()[:16]
+
+
+def tune_graph(outputs, inputs, target: Target, trials: int, db: Database, tuner: str = "bayes",
+               seed: int = 0, batch: int = 4, timeout: float = 20.0, repeat: int = 5,
+               min_repeat_ms: float = 20.0, progress: bool = True, tuner_options: dict | None = None,
+               module_key: str = "") -> list[TaskResult]:
+    """Tune every task of the graph computing ``outputs``; returns one TaskResult per task."""
+    tasks = extract_tasks(outputs, inputs, target)
+    rid = run_id(module_key or "|".join(sorted(t.key for t in tasks)), target, trials, tuner, seed)
+    results = {t.key: TaskResult(t) for t in tasks}
+    measurers: dict[str, Measurer] = {}
+    bar = tqdm(total=trials, desc="tuning", disable=not progress, unit="trial")
+
+    def record(task: Task, r: MeasureResult) -> None:
+        db.add_trial(Trial(task.key, target.key, r.config, r.steps, r.times, r.failure, r.message, tuner,
+                           seed, rid, r.started, r.finished))
+
+    def measurer(task: Task) -> Measurer:
+        if task.key not in measurers:
+            measurers[task.key] = Measurer(task, repeat=repeat, min_repeat_ms=min_repeat_ms, timeout=timeout,
+                                           seed=seed)
+        return measurers[task.key]
+
+    try:
+        done_in_run = {t.key: [x for x in db.history(t.key, target.key) if x.run == rid] for t in tasks}
+        used = sum(len(v) for v in done_in_run.values())
+        bar.update(min(used, trials))
+        # 1. every task's default schedule
+        for task in tasks:
+            register_task(db, task)
+            prior = db.measured_configs(task.key, target.key)
+            if config_key({}) in prior:
+                d = prior[config_key({})]
+            elif used < trials:
+                d = measurer(task).measure([None])[0]
+                record(task, d)
+                used += 1
+                bar.update(1)
+                done_in_run[task.key].append(d)
+            else:
+                d = None
+            res = results[task.key]
+            res.default_time = d.median if d is not None else None
+        # 2. share the remaining budget by weight x default time
+        left = max(trials - used, 0)
+        weights = {t.key: t.weight * (results[t.key].default_time or 1e-6) for t in tasks}
+        total = sum(weights.values()) or 1.0
+        shares = {k: int(left * w / total) for k, w in weights.items()}
+        for k in sorted(weights, key=weights.get, reverse=True)[: left - sum(shares.values())]:
+            shares[k] += 1
+        for task in sorted(tasks, key=lambda t: -weights[t.key]):
+            _tune_task(task, shares[task.key], db, tuner, seed, batch, measurer, record, results[task.key], bar,
+                       tuner_options or {})
+    finally:
+        bar.close()
+        for m in measurers.values():
+            m.close()
+    for task in tasks:
+        _summarize(db, task, target, results[task.key])
+    return [results[t.key] for t in tasks]
+
+
+def _tune_task(task, budget, db, tuner_name, seed, batch, measurer, record, res, bar, options):
+    if budget <= 0:
+        return
+    space = task.space
+    tuner = get_tuner(tuner_name, space, seed, **options)
+    prior = db.measured_configs(task.key, task.target.key)
+    known = [(t.config, None if t.failure else math.log(t.median)) for t in prior.values() if t.config]
+    if known:
+        tuner.tell([c for c, _ in known], [y for _, y in known])
+    queue = [c for c in warm_start_configs(db, task) if config_key(c) not in prior]
+    spent = 0
+    while spent < budget and not tuner.exhausted:
+        n = min(batch, budget - spent)
+        cands = queue[:n]
+        queue = queue[n:]
+        if len(cands) < n:
+            cands += [c for c in tuner.ask(n - len(cands)) if c not in cands]
+        if not cands:
+            break
+        rs = measurer(task).measure(cands)
+        for r in rs:
+            record(task, r)
+        tuner.tell([r.config for r in rs], [None if r.failure else math.log(r.median) for r in rs])
+        spent += len(rs)
+        bar.update(len(rs))
+        best = db.best(task.key, task.target.key)
+        if best is not None:
+            bar.set_postfix_str(f"{task.family} best {best.median * 1e6:.1f}us")
+
+
+def _summarize(db, task, target, res: TaskResult) -> None:
+    hist = db.history(task.key, target.key)
+    res.trials = len(hist)
+    res.failures = {}
+    for t in hist:
+        if t.failure:
+            res.failures[t.failure] = res.failures.get(t.failure, 0) + 1
+    best = db.best(task.key, target.key)
+    if best is not None:
+        res.best_time, res.best_config = best.median, best.config
+    d = [t for t in hist if t.config == {} and t.ok]
+    if d:
+        res.default_time = d[0].median
+
+
+def summary_table(results: list[TaskResult]) -> str:
+    """A plain-text table of tuning results."""
+    head = f"{'task':60s} {'trials':>6s} {'fail':>5s} {'default us':>11s} {'best us':>10s} {'speed-up':>8s}"
+    lines = [head, "-" * len(head)]
+    for r in results:
+        d = r.default_time * 1e6 if r.default_time else float("nan")
+        b = r.best_time * 1e6 if r.best_time else float("nan")
+        sp = (r.default_time / r.best_time) if r.default_time and r.best_time else float("nan")
+        lines.append(f"{r.task.description[:60]:60s} {r.trials:6d} {sum(r.failures.values()):5d} "
+                     f"{d:11.1f} {b:10.1f} {sp:8.2f}")
+    return "\n".join(lines)
+
+
+__all__ = ["tune_graph", "summary_table", "TaskResult", "warm_start_configs", "time"]

@@ -1,0 +1,126 @@
+"""Schedule templates: a kernel family's knobs, their valid values, and config -> steps.
+
+A template sees one root stage (after default fusion) of a schedule. ``space(st)`` lists the
+knobs with explicit values (divisors, powers of two, categories) valid for the stage's shapes;
+``apply(s, st, config)`` records the steps for one configuration and raises ``ConfigError``
+(a knob missing or outside its values) or ``ScheduleError`` (an invalid combination) before
+anything is compiled.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from ...dsl.errors import ConfigError
+from ..schedule import Schedule, Stage
+
+
+@dataclass(frozen=True)
+class Knob:
+    """A tunable choice: ``values`` are every allowed value, in a meaningful order."""
+
+    name: str
+    values: tuple
+
+    @property
+    def numeric(self) -> bool:
+        return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in self.values)
+
+
+@dataclass(frozen=True)
+class Space:
+    """The knobs of one task."""
+
+    knobs: tuple[Knob, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return [k.name for k in self.knobs]
+
+    def knob(self, name: str) -> Knob:
+        for k in self.knobs:
+            if k.name == name:
+                return k
+        raise ConfigError(f"unknown knob '{name}'; knobs are {self.names}", name)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for k in self.knobs:
+            n *= len(k.values)
+        return n
+
+    def validate(self, config: dict) -> dict:
+        """Check that ``config`` sets every knob to one of its values; returns it."""
+        if not isinstance(config, dict):
+            raise ConfigError(f"a config must be a dict of knob values, got {type(config).__name__}")
+        for name in config:
+            self.knob(name)
+        for k in self.knobs:
+            if k.name not in config:
+                raise ConfigError(f"config does not set knob '{k.name}'", k.name)
+            if config[k.name] not in k.values:
+                raise ConfigError(f"knob '{k.name}' = {config[k.name]!r} is not one of {list(k.values)}", k.name)
+        return config
+
+    def all_configs(self):
+        """Every point of the space (grid order)."""
+        for combo in itertools.product(*(k.values for k in self.knobs)):
+            yield dict(zip(self.names, combo))
+
+    def default(self) -> dict:
+        return {k.name: k.values[0] for k in self.knobs}
+
+
+class Template:
+    """Base of the templates; subclasses set ``family`` and implement ``knobs``/``steps``."""
+
+    family = "generic"
+
+    def space(self, st: Stage, threads: int = 1) -> Space:
+        return Space(tuple(self.knobs(st, threads)))
+
+    def knobs(self, st: Stage, threads: int) -> list[Knob]:
+        raise NotImplementedError
+
+    def apply(self, s: Schedule, st: Stage, config: dict, threads: int = 1) -> None:
+        """Record the steps of ``config`` on stage ``st`` of ``s``."""
+        self.space(st, threads).validate(config)
+        self.steps(s, st, config, threads)
+
+    def steps(self, s: Schedule, st: Stage, config: dict, threads: int) -> None:
+        raise NotImplementedError
+
+
+def pow2_upto(n: int, lo: int = 1, hi: int | None = None) -> tuple[int, ...]:
+    """Powers of two in ``[lo, min(n, hi)]`` (always at least ``(1,)`` or ``(lo,)``)."""
+    out, v = [], 1
+    top = n if hi is None else min(n, hi)
+    while v <= top:
+        if v >= lo:
+            out.append(v)
+        v *= 2
+    return tuple(out) or (min(lo, max(n, 1)),)
+
+
+def divisors(n: int, hi: int | None = None) -> tuple[int, ...]:
+    return tuple(d for d in range(1, (hi or n) + 1) if n % d == 0)
+
+
+def parallel_fuse(s: Schedule, st: Stage, axes, threads: int, min_extent: int | None = None):
+    """Fuse leading ``axes`` until there are ``4 * threads`` iterations; mark the loop parallel."""
+    if not axes:
+        return None
+    ax = axes[0]
+    for v in axes[1:]:
+        if ax.extent >= (min_extent or 4 * threads):
+            break
+        ax = s.fuse(ax, v)
+    if ax.extent >= 2:
+        s.parallel(ax)
+    return ax
+
+
+__all__ = ["Knob", "Space", "Template", "pow2_upto", "divisors", "parallel_fuse", "Any"]

@@ -1,0 +1,222 @@
+"""The templates of each kernel family and the classifier that picks one for a stage.
+
+Index conventions: ``D`` are a stage's data axes (outer to inner), ``R`` its reduction axes;
+``x, y`` are the last two data axes (rows, columns of a dot; width, channels of an NHWC conv).
+"""
+
+from __future__ import annotations
+
+from ...dsl.expr import walk
+from ...dsl.ops import Op
+from ...dsl.tensor import Tensor
+from ..schedule import Schedule, Stage, check
+from .base import Knob, Template, parallel_fuse, pow2_upto
+
+
+def _data(st: Stage):
+    return [v for v in st.op.axis]
+
+
+def _red(st: Stage):
+    return [v for v in st.op.reduce_axis]
+
+
+class Elementwise(Template):
+    """Injective stages: split+vectorize the innermost axis, parallel outer loops."""
+
+    family = "elementwise"
+
+    def knobs(self, st, threads):
+        d = _data(st)
+        inner = d[-1].extent if d else 1
+        vec = (0, 1) + tuple(v for v in pow2_upto(inner, 4, 64) if v < inner)
+        return [Knob("vector", vec), Knob("parallel", (1, 0) if threads > 1 and len(d) > 0 else (0,))]
+
+    def steps(self, s, st, c, threads):
+        d = _data(st)
+        outer = list(d[:-1])
+        if d and c["vector"]:
+            if c["vector"] > 1:
+                o, i = s.split(d[-1], c["vector"])
+                outer.append(o)
+                s.vectorize(i)
+            else:
+                s.vectorize(d[-1])
+        elif d:
+            outer.append(d[-1])
+        if c["parallel"]:
+            parallel_fuse(s, st, outer, threads)
+
+
+class Reduction(Template):
+    """Reductions that are not dots or convolutions (row sums, max, mean, ...)."""
+
+    family = "reduction"
+
+    def knobs(self, st, threads):
+        d, r = _data(st), _red(st)
+        k = r[-1].extent
+        orders = ("inner",) + (("outer",) if len(d) >= 2 and d[-1].extent >= 4 else ())
+        return [Knob("order", orders), Knob("split_k", (1,) + tuple(v for v in pow2_upto(k, 4, 32) if v < k)),
+                Knob("unroll_k", (0, 1)), Knob("cache", (0, 1)),
+                Knob("parallel", (1, 0) if threads > 1 and d else (0,))]
+
+    def steps(self, s, st, c, threads):
+        d, r = _data(st), _red(st)
+        target = st
+        out = st.op.output(0)
+        if c["cache"]:
+            check(st.op.num_outputs == 1, "cache: a tuple reduction has no single cache stage")
+            cc = s.cache_write(out, "local")
+            target = s.stage(cc)
+            d2 = _data(target)
+            r2 = _red(target)
+        else:
+            d2, r2 = d, r
+        ks = list(r2)
+        if c["split_k"] > 1:
+            ko, ki = s.split(r2[-1], c["split_k"])
+            ks = ks[:-1] + [ko, ki]
+            if c["unroll_k"]:
+                s.unroll(ki)
+        elif c["unroll_k"]:
+            check(False, "unroll_k needs split_k > 1")
+        if c["order"] == "outer":
+            s.reorder(*d2[:-1], *ks, d2[-1])
+            s.vectorize(d2[-1])
+        if c["cache"]:
+            # the copy-out stage (st) owns the loops; compute the accumulator per outer point
+            outer = d[:-1] if c["order"] == "outer" else d
+            if outer:
+                s.compute_at(target.op.output(0), outer[-1])
+            if c["order"] == "outer" and d:
+                s.vectorize(d[-1])
+            if c["parallel"] and outer:
+                parallel_fuse(s, st, outer, threads)
+        elif c["parallel"]:
+            lead = d2[:-1] if c["order"] == "outer" else d2
+            if lead:
+                parallel_fuse(s, st, lead, threads)
+
+
+class Tiled(Template):
+    """Dots and convolutions: an x-by-y output tile accumulated (optionally in a local
+    cache_write buffer) with the reduction loops inside the tile loops, y vectorized."""
+
+    family = "dot"
+
+    def knobs(self, st, threads):
+        d, r = _data(st), _red(st)
+        x = d[-2].extent if len(d) >= 2 else 1
+        y = d[-1].extent
+        k = r[-1].extent
+        return [Knob("tile_x", pow2_upto(x, 1, 32)), Knob("tile_y", pow2_upto(y, min(8, y), 256)),
+                Knob("split_k", (1,) + tuple(v for v in pow2_upto(k, 4, 64) if v < k)),
+                Knob("order", ("kxy", "xky")), Knob("cache_write", (1, 0)), Knob("unroll_x", (1, 0)),
+                Knob("parallel", (1, 0) if threads > 1 else (0,))]
+
+    def steps(self, s, st, c, threads):
+        check(st.op.num_outputs == 1, f"tiled: stage '{st.name}' has several outputs")
+        d = _data(st)
+        out = st.op.output(0)
+        cc = s.cache_write(out, "local") if c["cache_write"] else None
+        if len(d) >= 2:
+            xo, yo, xi, yi = s.tile(d[-2], d[-1], c["tile_x"], c["tile_y"])
+            outer = list(d[:-2]) + [xo, yo]
+        else:
+            check(c["tile_x"] == 1, "tile_x needs two data axes")
+            yo, yi = s.split(d[-1], c["tile_y"])
+            xi, outer = None, [yo]
+        inner_stage = s.stage(cc) if cc is not None else st
+        if cc is not None:
+            s.compute_at(cc, outer[-1])
+            s.vectorize(yi)
+            cd, cr = _data(inner_stage), _red(inner_stage)
+            cx = cd[-2] if len(cd) >= 2 else None
+            cy = cd[-1]
+            lead = list(cd[:-2]) if len(cd) >= 2 else []
+        else:
+            cd, cr = d, _red(st)
+            cx, cy, lead = xi, yi, []
+        ks = list(cr)
+        if c["split_k"] > 1:
+            ko, ki = s.split(cr[-1], c["split_k"])
+            ks = ks[:-1] + [ko, ki]
+        tile = [cx] if cx is not None else []
+        if c["order"] == "kxy" or c["split_k"] == 1:
+            order = lead + ks + tile + [cy]
+        else:
+            order = lead + ks[:-1] + tile + [ks[-1], cy]
+            s.unroll(ks[-1])
+        if cc is None:
+            order = outer + order
+        s.reorder(*order)
+        s.vectorize(cy)
+        if c["unroll_x"] and cx is not None and cx.extent > 1:
+            s.unroll(cx)
+        if c["parallel"]:
+            parallel_fuse(s, st, outer, threads)
+
+
+class Conv(Tiled):
+    family = "conv"
+
+
+class Generic(Template):
+    """Any stage: only the loop-level choices that are always legal."""
+
+    family = "generic"
+
+    def knobs(self, st, threads):
+        return [Knob("parallel", (1, 0) if threads > 1 else (0,))]
+
+    def steps(self, s, st, c, threads):
+        lead = []
+        for v in st.leaf:
+            if v.kind != "data":
+                break
+            lead.append(v)
+        if c["parallel"] and lead:
+            parallel_fuse(s, st, lead, threads)
+
+
+TEMPLATES = {t.family: t for t in (Elementwise(), Reduction(), Tiled(), Conv(), Generic())}
+
+
+def classify(st: Stage) -> str:
+    """The family of a root stage: elementwise, reduction, dot, conv or generic."""
+    op = st.op
+    if not op.is_reduction:
+        return "elementwise" if op.num_outputs == 1 else "generic"
+    if op.num_outputs != 1 or len(op.axis) < 1:
+        return "reduction" if op.num_outputs == 1 else "generic"
+    body = op.body[0]
+    red = set(op.reduce_axis)
+    val = body.src[0]
+    while val.op is Op.CAST:
+        val = val.src[0]
+    loads = [e for e in walk([val]) if e.op is Op.LOAD and isinstance(e.arg, Tensor)]
+    if body.arg.reducer.name != "sum" or len(loads) < 2 or op.axis[-1].extent < 4:
+        return "reduction"
+
+    def vars_of(e):
+        return {x.arg for x in walk([e]) if x.op is Op.VAR}
+
+    # a reduce axis and a data axis added inside one index: a sliding window (convolution)
+    for ld in loads:
+        for ix in ld.src:
+            vs = vars_of(ix)
+            if vs & red and vs - red:
+                return "conv"
+    # dot: each reduce axis indexes two operands, and both operands have free data axes
+    touched = [vars_of(ld) & red for ld in loads]
+    if sum(1 for t in touched if t) >= 2 and len(op.axis) >= 1:
+        return "dot"
+    return "reduction"
+
+
+def template_for(st: Stage) -> Template:
+    return TEMPLATES[classify(st)]
+
+
+__all__ = ["TEMPLATES", "classify", "template_for", "Schedule"]
