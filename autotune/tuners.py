@@ -124,6 +124,8 @@ class BayesTuner(Tuner):
         try:
             from skopt import Optimizer
             from skopt.space import Categorical, Integer
+            from skopt.space import Space as SkSpace
+            from skopt.utils import cook_estimator
         except ImportError as e:
             raise MissingDependencyError("scikit-optimize") from e
         dims = []
@@ -134,9 +136,14 @@ class BayesTuner(Tuner):
                 dims.append(Integer(0, len(k.values) - 1, name=k.name))
             else:
                 dims.append(Categorical(list(range(len(k.values))), name=k.name))
-        self.opt = Optimizer(dims, base_estimator=base_estimator, acq_func=acq_func,
+        est = base_estimator
+        if str(base_estimator).upper() == "GP":
+            # one GP fit per tell and per constant lie: no optimizer restarts keeps a round cheap
+            est = cook_estimator("GP", space=SkSpace(dims), random_state=seed, noise="gaussian",
+                                 n_restarts_optimizer=0)
+        self.opt = Optimizer(dims, base_estimator=est, acq_func=acq_func,
                              n_initial_points=min(n_initial_points, max(space.size, 1)), random_state=seed,
-                             acq_optimizer="sampling")
+                             acq_optimizer="sampling", acq_optimizer_kwargs={"n_points": min(1000, 4 * space.size)})
         self.rng = random.Random(seed)
 
     def _encode(self, c: dict) -> list[int]:

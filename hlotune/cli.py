@@ -133,7 +133,8 @@ def cmd_export(args) -> int:
 
 def cmd_import(args) -> int:
     from .autotune.database import Database
-    ok, skipped = Database(args.db).import_jsonl(args.log)
+    from .schedules.templates.families import validate_record
+    ok, skipped = Database(args.db).import_jsonl(args.log, validate_record)
     print(f"imported {ok} trials into {args.db}; skipped {len(skipped)}")
     for line, why in skipped:
         print(f"  line {line}: {why}")

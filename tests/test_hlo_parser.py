@@ -9,12 +9,11 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from hlotune.dsl.errors import HloParseError
+from hlotune.dsl.errors import HloParseError, UnsupportedOpError
 from hlotune.dsl.hlo.ast import TOKEN, ArrayShape, HloModule, TupleShape
 from hlotune.dsl.hlo.parser import load_hlo_file, parse_hlo
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 DATA = Path(__file__).parent / "data" / "hlo"
 MANIFEST = json.loads((DATA / "manifest.json").read_text())
@@ -279,14 +278,33 @@ def test_no_entry_keyword_and_no_root():
     assert mod.entry_computation.root == "c"
 
 
+def test_less_common_forms(caplog):
+    text = ("HloModule m\n%f (a: (f32[], s32[])) -> f32[] {\n  %a = (f32[], s32[]) parameter(0)\n"
+            "  ROOT %g = f32[] get-tuple-element((f32[], s32[]) %a), index=0\n}, execution_thread=\"main\"\n"
+            "ENTRY %e (p: (f32[], s32[])) -> f32[3] {\n  %p = (f32[], s32[]) parameter(0)\n"
+            "  %big = f32[40,50]{1,0} constant({...})\n  %old = f32[2] constant(f32[2] {1, 2})\n"
+            "  %n = f32[] constant(-nan(0x7fc00001))\n  %q = pred[] constant(true)\n"
+            "  ROOT %r = f32[3] call(%p), to_apply=%f\n}\n")
+    mod = parse_hlo(text.encode())
+    by = mod.entry_computation.by_name
+    assert by["big"].literal is None and by["big"].attr("literal_elided") is True
+    assert "print_large_constants" in caplog.text
+    assert by["old"].literal.tolist() == [1.0, 2.0] and np.isnan(by["n"].literal)
+    assert by["q"].literal.dtype == np.bool_ and bool(by["q"].literal) is True
+    assert mod.computation("f").root_instruction.operands == ("a",)
+    expect_error(text.replace("(p: (f32[], s32[]))", "(p: (f32[], s32[]), z: f32[])"), 6, 7,
+                 "declares 2 parameter(s)")
+    expect_error(text.replace("f32[40,50]", "f32[?,50]"), 8, 14, "dynamic")
+
+
 def test_shape_helpers():
     s = ArrayShape("bf16", (2, 3), (1, 0))
     assert s.rank == 2 and s.size == 6 and str(s) == "bf16[2,3]{1,0}" and not s.is_tuple
     assert s.numpy_dtype == ml_dtypes.bfloat16
     assert ArrayShape("pred", ()).numpy_dtype == np.bool_
     assert TupleShape((s,)).is_tuple
-    with pytest.raises(Exception):
-        TOKEN.numpy_dtype
+    with pytest.raises(UnsupportedOpError):
+        _ = TOKEN.numpy_dtype
 
 
 # ------------------------------------------------------------------- errors

@@ -7,10 +7,11 @@ Names are stored without XLA's leading ``%``.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Any, ClassVar, Mapping, Union
+from typing import Any, ClassVar
 
 import ml_dtypes
 import numpy as np
@@ -18,8 +19,14 @@ import numpy as np
 from ..errors import UnsupportedOpError
 
 __all__ = [
-    "ELEMENT_TYPES", "ArrayShape", "TupleShape", "Shape", "TOKEN",
-    "Instruction", "Computation", "HloModule",
+    "ELEMENT_TYPES",
+    "TOKEN",
+    "ArrayShape",
+    "Computation",
+    "HloModule",
+    "Instruction",
+    "Shape",
+    "TupleShape",
 ]
 
 #: HLO element type name -> numpy dtype (None: no numpy equivalent).
@@ -98,20 +105,20 @@ class ArrayShape:
 class TupleShape:
     """A tuple shape ``(f32[2]{0}, s32[])``; elements may be tuples themselves."""
 
-    elements: tuple["Shape", ...]
+    elements: tuple[Shape, ...]
     is_tuple: ClassVar[bool] = True
 
     def __len__(self) -> int:
         return len(self.elements)
 
-    def __getitem__(self, i: int) -> "Shape":
+    def __getitem__(self, i: int) -> Shape:
         return self.elements[i]
 
     def __str__(self) -> str:
         return "(" + ", ".join(map(str, self.elements)) + ")"
 
 
-Shape = Union[ArrayShape, TupleShape]
+Shape = ArrayShape | TupleShape
 
 #: The shape of ``token[]``.
 TOKEN = ArrayShape("token", (), None)
@@ -200,7 +207,7 @@ class HloModule:
 
     def computation(self, name: str) -> Computation:
         """The computation called ``name`` (a leading ``%`` is ignored); KeyError if absent."""
-        key = name[1:] if name.startswith("%") else name
+        key = name.removeprefix("%")
         try:
             return self._by_name[key]
         except KeyError:

@@ -74,10 +74,30 @@ class Space:
         return {k.name: k.values[0] for k in self.knobs}
 
 
+def is_pow2(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= 1 and v & (v - 1) == 0
+
+
 class Template:
-    """Base of the templates; subclasses set ``family`` and implement ``knobs``/``steps``."""
+    """Base of the templates; subclasses set ``family`` and implement ``knobs``/``steps``.
+
+    ``domains`` maps each knob name to a predicate on values that holds for every workload
+    (used to validate imported logs, whose workloads may be unknown here).
+    """
 
     family = "generic"
+    domains: dict = {}
+
+    def check_domain(self, config: dict) -> None:
+        """Raise ConfigError unless every knob of ``config`` is known and in its domain."""
+        if not isinstance(config, dict):
+            raise ConfigError("config must be an object")
+        for k, v in config.items():
+            if k not in self.domains:
+                raise ConfigError(f"unknown knob '{k}' for the {self.family} template; knobs are "
+                                  f"{sorted(self.domains)}", k)
+            if not self.domains[k](v):
+                raise ConfigError(f"knob '{k}' = {v!r} is outside its domain", k)
 
     def space(self, st: Stage, threads: int = 1) -> Space:
         return Space(tuple(self.knobs(st, threads)))
@@ -123,4 +143,4 @@ def parallel_fuse(s: Schedule, st: Stage, axes, threads: int, min_extent: int | 
     return ax
 
 
-__all__ = ["Knob", "Space", "Template", "pow2_upto", "divisors", "parallel_fuse", "Any"]
+__all__ = ["Knob", "Space", "Template", "pow2_upto", "divisors", "parallel_fuse", "is_pow2", "Any"]

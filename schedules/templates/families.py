@@ -10,7 +10,11 @@ from ...dsl.expr import walk
 from ...dsl.ops import Op
 from ...dsl.tensor import Tensor
 from ..schedule import Schedule, Stage, check
-from .base import Knob, Template, parallel_fuse, pow2_upto
+from .base import Knob, Template, is_pow2, parallel_fuse, pow2_upto
+
+
+def _flag(v) -> bool:
+    return v in (0, 1) and not isinstance(v, float)
 
 
 def _data(st: Stage):
@@ -25,6 +29,7 @@ class Elementwise(Template):
     """Injective stages: split+vectorize the innermost axis, parallel outer loops."""
 
     family = "elementwise"
+    domains = {"vector": lambda v: v == 0 or is_pow2(v), "parallel": _flag}
 
     def knobs(self, st, threads):
         d = _data(st)
@@ -52,6 +57,8 @@ class Reduction(Template):
     """Reductions that are not dots or convolutions (row sums, max, mean, ...)."""
 
     family = "reduction"
+    domains = {"order": lambda v: v in ("inner", "outer"), "split_k": is_pow2, "unroll_k": _flag,
+               "cache": _flag, "parallel": _flag}
 
     def knobs(self, st, threads):
         d, r = _data(st), _red(st)
@@ -104,6 +111,8 @@ class Tiled(Template):
     cache_write buffer) with the reduction loops inside the tile loops, y vectorized."""
 
     family = "dot"
+    domains = {"tile_x": is_pow2, "tile_y": is_pow2, "split_k": is_pow2, "order": lambda v: v in ("kxy", "xky"),
+               "cache_write": _flag, "unroll_x": _flag, "parallel": _flag}
 
     def knobs(self, st, threads):
         d, r = _data(st), _red(st)
@@ -166,6 +175,7 @@ class Generic(Template):
     """Any stage: only the loop-level choices that are always legal."""
 
     family = "generic"
+    domains = {"parallel": _flag}
 
     def knobs(self, st, threads):
         return [Knob("parallel", (1, 0) if threads > 1 else (0,))]
@@ -213,6 +223,15 @@ def classify(st: Stage) -> str:
     if sum(1 for t in touched if t) >= 2 and len(op.axis) >= 1:
         return "dot"
     return "reduction"
+
+
+def validate_record(rec: dict) -> None:
+    """Check a tuning-log record's config against its family's knob domains."""
+    from ...dsl.errors import ConfigError
+    fam = rec["workload"].get("family")
+    if fam not in TEMPLATES:
+        raise ConfigError(f"unknown kernel family '{fam}'")
+    TEMPLATES[fam].check_domain(rec["config"])
 
 
 def template_for(st: Stage) -> Template:
