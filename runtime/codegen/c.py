@@ -10,7 +10,12 @@ from ...dsl.errors import ScheduleError
 from ...dsl.expr import Expr
 from ...dsl.ops import Op
 from ...schedules.loops import Allocate, For, LoweredFunc
+from ...dsl import dtypes as dt
 from .cstyle import CStyleRenderer
+from .vmath import VMATH_C
+
+#: float32 functions with vectorizable inline versions
+_VMATH = {Op.EXP: "hl_expf", Op.LOG: "hl_logf", Op.TANH: "hl_tanhf"}
 
 _INTS = {"i8": ("int8_t", 8, True), "i16": ("int16_t", 16, True), "i32": ("int32_t", 32, True),
          "i64": ("int64_t", 64, True), "u8": ("uint8_t", 8, False), "u16": ("uint16_t", 16, False),
@@ -40,7 +45,7 @@ HL_INLINE float hl_round_f16(float f) { return (float)(_Float16)f; }
 HL_INLINE uint16_t hl_f32_to_f16bits(float f) { _Float16 h = (_Float16)f; uint16_t u; memcpy(&u, &h, 2); return u; }
 HL_INLINE float hl_f16bits_to_f32(uint16_t u) { _Float16 h; memcpy(&h, &u, 2); return (float)h; }
 static void* hl_alloc(size_t n) { void* p = NULL; if (posix_memalign(&p, 64, n ? n : 64)) abort(); return p; }
-"""]
+""", VMATH_C]
     for s, (t, f) in _FLOATS.items():
         out.append(f"""HL_INLINE {t} hl_max_{s}({t} a, {t} b) {{ return (a > b || a != a) ? a : b; }}
 HL_INLINE {t} hl_min_{s}({t} a, {t} b) {{ return (a < b || a != a) ? a : b; }}
@@ -86,6 +91,11 @@ class CRenderer(CStyleRenderer):
     """C99 + GNU extensions + OpenMP for gcc/clang on the host CPU."""
 
     local_array_attr = " __attribute__((aligned(64)))"
+
+    def float_op(self, op, a, d):
+        if d is not dt.float64 and op in _VMATH:
+            return f"{_VMATH[op]}({a[0]})"
+        return super().float_op(op, a, d)
 
     def loop_pragma(self, f: For) -> list[str]:
         ext = f.extent.arg if f.extent.op is Op.CONST else None
