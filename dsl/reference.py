@@ -269,7 +269,7 @@ def _eval_compute(op: ComputeOp, values: Mapping) -> tuple[np.ndarray, ...]:
         stop = min(start + rows, shape[0]) if shape else 1
         env = {}
         for n, v in enumerate(op.axis + op.reduce_axis):
-            lo, hi = (start, stop) if n == 0 else (0, v.extent)
+            lo, hi = (start, stop) if n == 0 and shape else (0, v.extent)
             a = np.arange(lo, hi, dtype=np.int64)
             env[v] = a.reshape([-1 if m == n else 1 for m in range(nd)])
         ctx = _Ctx(values, env)

@@ -58,7 +58,7 @@ def plan_segments(graph: Graph, eval_constant: Callable | None = None) -> list:
             if eval_constant is not None:
                 outs = eval_constant(op)
                 for k, (o, d, shp) in enumerate(zip(outs, op.out_dtypes, op.out_shapes)):
-                    constants[(id(op), k)] = np.ascontiguousarray(np.asarray(o, d.np).reshape(shp))
+                    constants[(id(op), k)] = np.require(np.asarray(o, d.np).reshape(shp), requirements="C")
             phase[id(op)] = 0
         elif isinstance(op, ExternOp):
             externs.append(op)
@@ -145,7 +145,7 @@ class CompiledGraph:
                 raise KernelArgumentError(f"input '{nm}' has dtype {a.dtype}, expected {t.dtype}")
             if tuple(a.shape) != t.shape:
                 raise KernelArgumentError(f"input '{nm}' has shape {a.shape}, expected {t.shape}")
-            values[_key(t)] = np.ascontiguousarray(a)
+            values[_key(t)] = np.require(a, requirements="C")
         for step in self.steps:
             if isinstance(step, _KernelStep):
                 res = step.kernel(*[values[k] for k in step.inputs])
@@ -155,7 +155,7 @@ class CompiledGraph:
                 op = step.op
                 outs = op.fn([values[k] for k in step.inputs], self.run)
                 for i, (o, d, shp) in enumerate(zip(outs, op.out_dtypes, op.out_shapes)):
-                    values[(id(op), i)] = np.ascontiguousarray(np.asarray(o, d.np).reshape(shp))
+                    values[(id(op), i)] = np.require(np.asarray(o, d.np).reshape(shp), requirements="C")
         res = tuple(values[_key(t)] for t in g.outputs)
         return res[0] if len(res) == 1 else res
 

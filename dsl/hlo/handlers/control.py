@@ -1,0 +1,221 @@
+"""Calls, tuples and control flow.
+
+``call``/``fusion`` are inlined. ``while``, ``conditional``, ``sort`` and ``custom-call``
+(TopK) are extern ops: their ``fn(arrays, run)`` evaluates the sub-computations (lowered once on
+fresh placeholders) through ``run``, or numpy.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+
+import numpy as np
+
+from ...expr import IterVar, const
+from ...tensor import Graph, extern
+from .common import dtype_of, eval_scalar, ew, flatten, ints, unsupported
+
+
+def _unflatten(shape, it: Iterator):
+    if shape.is_tuple:
+        return tuple(_unflatten(s, it) for s in shape.elements)
+    return next(it)
+
+
+def _leaf_shapes(shape) -> list:
+    if shape.is_tuple:
+        return [x for s in shape.elements for x in _leaf_shapes(s)]
+    return [shape]
+
+
+def _positions(phs, outs) -> list[int]:
+    """Positions in ``phs`` of the inputs ``run(outs, ...)`` expects, in its order."""
+    where = {id(p.op): k for k, p in enumerate(phs)}
+    return [where[id(t.op)] for t in Graph(list(outs)).inputs]
+
+
+def _extern_result(ctx, instr, kind, inputs, fn, attrs=()):
+    leaves = _leaf_shapes(instr.shape)
+    outs = extern(instr.name, kind, inputs, [s.dims for s in leaves],
+                  [dtype_of(ctx, instr, s) for s in leaves], fn, attrs)
+    return _unflatten(instr.shape, iter(outs))
+
+
+def lower_call(ctx, instr, operands):
+    """``call``/``fusion``: the called computation inlined with the operands as parameters:
+    https://openxla.org/xla/operation_semantics#call"""
+    name = instr.attr("to_apply") if instr.opcode == "call" else instr.attr("calls")
+    if name is None:
+        raise unsupported(ctx, instr, "no called computation")
+    return ctx.lower_called(name, operands)
+
+
+def lower_tuple(ctx, instr, operands):
+    """``tuple``: a python tuple of the operand values:
+    https://openxla.org/xla/operation_semantics#tuple"""
+    return tuple(operands)
+
+
+def lower_get_tuple_element(ctx, instr, operands):
+    """``get-tuple-element`` at ``index``: https://openxla.org/xla/operation_semantics#getelementintuple"""
+    return operands[0][int(instr.attr("index"))]
+
+
+def lower_identity(ctx, instr, operands):
+    """``optimization-barrier`` and ``add-dependency``: the (first) operand:
+    https://openxla.org/xla/operation_semantics#optimizationbarrier"""
+    return operands[0]
+
+
+def lower_device_id(ctx, instr, operands):
+    """``replica-id``/``partition-id`` on one device: 0.
+    https://openxla.org/xla/operation_semantics#replicaid"""
+    return ew(instr, (), lambda: const(0, dtype_of(ctx, instr)))
+
+
+def lower_while(ctx, instr, operands):
+    """``while`` with tuple state as an extern op running ``condition`` and ``body``:
+    https://openxla.org/xla/operation_semantics#while"""
+    cname, bname = instr.attr("condition"), instr.attr("body")
+    cph, couts, _ = ctx.subgraph(cname)
+    bph, bouts, _ = ctx.subgraph(bname)
+    cpos, bpos = _positions(cph, couts), _positions(bph, bouts)
+    inputs = flatten(operands[0])
+
+    def run_while(arrays, run):
+        state = list(arrays)
+        while bool(np.asarray(run(couts, [state[k] for k in cpos])[0])):
+            state = list(run(bouts, [state[k] for k in bpos]))
+        return tuple(state)
+    return _extern_result(ctx, instr, "while", inputs, run_while,
+                          (("condition", cname), ("body", bname)))
+
+
+def lower_conditional(ctx, instr, operands):
+    """``conditional`` on a pred (true, false branch) or an s32 index (out of range: the last
+    branch) as an extern op: https://openxla.org/xla/operation_semantics#conditional"""
+    branches = instr.attr("branch_computations")
+    if branches is None:
+        branches = (instr.attr("true_computation"), instr.attr("false_computation"))
+    branches = (branches,) if isinstance(branches, str) else tuple(branches)
+    index, args = operands[0], operands[1:]
+    if len(args) != len(branches):
+        raise unsupported(ctx, instr, "expected one operand per branch")
+    graphs, inputs, spans = [], [index], []
+    for name, a in zip(branches, args):
+        ph, outs, _ = ctx.subgraph(name)
+        leaves = flatten(a)
+        spans.append((len(inputs), len(inputs) + len(leaves)))
+        inputs += leaves
+        graphs.append((outs, _positions(ph, outs)))
+    is_pred = index.dtype.is_bool
+
+    def run_conditional(arrays, run):
+        v = np.asarray(arrays[0]).reshape(())
+        k = (0 if bool(v) else 1) if is_pred else int(v)
+        if k < 0 or k >= len(graphs):
+            k = len(graphs) - 1
+        outs, pos = graphs[k]
+        vals = arrays[spans[k][0]:spans[k][1]]
+        return tuple(run(outs, [vals[p] for p in pos]))
+    return _extern_result(ctx, instr, "conditional", inputs, run_conditional,
+                          (("branches", branches),))
+
+
+# ----------------------------------------------------------------------------- sort, TopK
+
+def order_key(a: np.ndarray) -> np.ndarray:
+    """An unsigned integer array ordered as ``a`` (IEEE totalOrder for floats)."""
+    a = np.ascontiguousarray(a)
+    if a.dtype.kind == "b":
+        return a.astype(np.uint8)
+    bits = a.dtype.itemsize * 8
+    u = np.dtype(f"uint{bits}")
+    sign = np.array(1 << (bits - 1), u)
+    if a.dtype.kind == "u":
+        return a
+    if a.dtype.kind == "i":
+        return a.view(u) ^ sign
+    i = a.view(np.dtype(f"int{bits}"))
+    k = i ^ ((i >> np.array(bits - 1, i.dtype)) & np.array((1 << (bits - 1)) - 1, i.dtype))
+    return k.view(u) ^ sign
+
+
+def _comparator(ctx, instr, n):
+    """(key operand, descending) for a comparator ``compare(p[2k], p[2k+1])`` LT/GT, else None."""
+    comp = ctx.computation(instr.attr("to_apply"))
+    root = comp.root_instruction
+    if root.opcode != "compare" or root.attr("direction") not in ("LT", "GT"):
+        return None
+    a, b = (comp.by_name[o] for o in root.operands)
+    if a.opcode != "parameter" or b.opcode != "parameter":
+        return None
+    pa, pb = a.parameter_number, b.parameter_number
+    if pa // 2 != pb // 2 or pa == pb:
+        return None
+    desc = (root.attr("direction") == "GT") == (pa < pb)
+    return pa // 2, desc
+
+
+def lower_sort(ctx, instr, operands):
+    """``sort`` along ``dimension`` (stable) as an extern op; the comparator is read as a key
+    compare when it is one, else evaluated pairwise: https://openxla.org/xla/operation_semantics#sort"""
+    n = len(operands)
+    dim = ints(instr, "dimensions", (0,))[0]
+    rank = len(operands[0].shape)
+    dim = dim % rank if rank else 0
+    simple = _comparator(ctx, instr, n)
+    fn = None if simple else ctx.scalar_fn(instr.attr("to_apply"), instr)
+    pv = [IterVar(f"s{k}", 0, "param", operands[k // 2].dtype) for k in range(2 * n)]
+    less = fn([v.var for v in pv])[0] if fn else None
+
+    def run_sort(arrays, run):
+        arrays = [np.asarray(a) for a in arrays]
+        if arrays[0].size == 0:
+            return tuple(arrays)
+        if simple is not None:
+            key = order_key(arrays[simple[0]])
+            perm = np.argsort(~key if simple[1] else key, axis=dim, kind="stable")
+            return tuple(np.take_along_axis(a, perm, axis=dim) for a in arrays)
+        moved = [np.moveaxis(a, dim, -1) for a in arrays]
+        flat = [m.reshape(-1, m.shape[-1]) for m in moved]
+        perm = np.zeros(flat[0].shape, np.int64)
+        for r in range(perm.shape[0]):
+            def lt(x, y, r=r):
+                env = {}
+                for k in range(n):
+                    env[pv[2 * k]], env[pv[2 * k + 1]] = flat[k][r, x], flat[k][r, y]
+                return bool(eval_scalar(less, env))
+            order = sorted(range(perm.shape[1]),
+                           key=functools.cmp_to_key(lambda x, y: -1 if lt(x, y) else int(lt(y, x))))
+            perm[r] = order
+        perm = np.moveaxis(perm.reshape(moved[0].shape), -1, dim)
+        return tuple(np.take_along_axis(a, perm, axis=dim) for a in arrays)
+    return _extern_result(ctx, instr, "sort", operands, run_sort,
+                          (("dimension", dim), ("to_apply", instr.attr("to_apply"))))
+
+
+def lower_custom_call(ctx, instr, operands):
+    """``custom-call``: only ``TopK`` (largest k along the last dim, ties by lower index;
+    values and s32 indices) is known: https://openxla.org/xla/operation_semantics#customcall"""
+    target = instr.attr("custom_call_target")
+    if target != "TopK":
+        raise unsupported(ctx, instr, f"custom_call_target={target!r}")
+    (x,) = operands
+    k = _leaf_shapes(instr.shape)[0].dims[-1]
+
+    def run_topk(arrays, run):
+        a = np.asarray(arrays[0])
+        perm = np.argsort(~order_key(a), axis=-1, kind="stable")[..., :k]
+        return np.take_along_axis(a, perm, axis=-1), perm.astype(np.int32)
+    return _extern_result(ctx, instr, "topk", [x], run_topk, (("k", k),))
+
+
+HANDLERS = {
+    "call": lower_call, "fusion": lower_call, "tuple": lower_tuple,
+    "get-tuple-element": lower_get_tuple_element, "optimization-barrier": lower_identity,
+    "add-dependency": lower_identity, "replica-id": lower_device_id, "partition-id": lower_device_id,
+    "while": lower_while, "conditional": lower_conditional, "sort": lower_sort,
+    "custom-call": lower_custom_call,
+}

@@ -1,0 +1,162 @@
+"""Lower a parsed HLO module to tensor expressions of the DSL.
+
+``lower_module(module)`` turns the entry computation into ``dsl.placeholder`` parameters and
+output tensors; every HLO instruction becomes one ``dsl.compute`` (named after it) or, for
+control flow and ops without a loop-nest form (while, conditional, sort, TopK, scatter, array
+constants), a ``dsl.extern`` op. ``call`` and ``fusion`` are inlined. Values of tuple shape are
+python tuples of tensors. The numpy reference evaluator defines what the result means; the
+semantics followed are XLA's (https://openxla.org/xla/operation_semantics).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..errors import UnsupportedOpError
+from ..expr import Expr, walk
+from ..ops import Op
+from ..tensor import PlaceholderOp, Tensor, placeholder
+from .ast import Computation, HloModule, Instruction
+from .handlers import common, control, dot_conv, elementwise, indexing, reduce, shape
+
+__all__ = ["HANDLERS", "LowerContext", "LoweredModule", "lower_computation", "lower_module"]
+
+log = logging.getLogger(__name__)
+
+#: opcode -> handler ``(ctx, instr, operands) -> Tensor | tuple``.
+HANDLERS: dict[str, Callable] = {
+    **elementwise.HANDLERS, **shape.HANDLERS, **indexing.HANDLERS, **dot_conv.HANDLERS,
+    **reduce.HANDLERS, **control.HANDLERS,
+}
+
+
+@dataclass(frozen=True)
+class LoweredModule:
+    """The entry computation as tensors: ``params`` in parameter order (tuple-shaped parameters
+    give one placeholder per leaf), ``outputs`` the flattened root."""
+
+    params: tuple[Tensor, ...]
+    outputs: tuple[Tensor, ...]
+    tuple_result: bool
+    module: HloModule
+
+
+class LowerContext:
+    """State of one lowering: the module, and caches of sub-computations lowered once."""
+
+    def __init__(self, module: HloModule):
+        self.module = module
+        self.file = module.source_file
+        self._scalar_fns: dict[str, tuple] = {}
+        self._graphs: dict[str, tuple] = {}
+        self.comp: Computation | None = None   # the computation whose instruction is lowered
+
+    def operand_instr(self, instr: Instruction, k: int) -> Instruction:
+        """The instruction defining operand ``k`` of ``instr`` (for its shape and layout)."""
+        return self.comp.by_name[instr.operands[k]]
+
+    def computation(self, name) -> Computation:
+        if isinstance(name, tuple):
+            name = name[0]
+        return self.module.computation(name)
+
+    def lower_called(self, name, args: Sequence) -> object:
+        """Inline the computation ``name`` with ``args`` as its parameters (call, fusion)."""
+        return lower_computation(self.module, self.computation(name), args, self)
+
+    def param_values(self, comp: Computation) -> tuple[list, list[Tensor]]:
+        """Fresh placeholders for the parameters of ``comp``: (values, flat placeholders)."""
+        flat: list[Tensor] = []
+
+        def make(shape, name, instr):
+            if shape.is_tuple:
+                return tuple(make(s, f"{name}.{k}", instr) for k, s in enumerate(shape.elements))
+            t = placeholder(shape.dims, common.dtype_of(self, instr, shape), name)
+            flat.append(t)
+            return t
+
+        values = [make(p.shape, p.name, p) for p in comp.params]
+        return values, flat
+
+    def subgraph(self, name) -> tuple[list[Tensor], list[Tensor], object]:
+        """The computation ``name`` lowered once on fresh placeholders:
+        (flat placeholders, flat outputs, the root value). An output that is a parameter is
+        copied, so that every output is computed."""
+        comp = self.computation(name)
+        if comp.name not in self._graphs:
+            values, flat = self.param_values(comp)
+            root = lower_computation(self.module, comp, values, self)
+            outs = [common.ew(comp.root_instruction, o.shape, lambda *i, o=o: o[i])
+                    if isinstance(o.op, PlaceholderOp) else o for o in common.flatten(root)]
+            self._graphs[comp.name] = (flat, outs, root)
+        return self._graphs[comp.name]
+
+    def scalar_fn(self, name, instr: Instruction) -> Callable[[Sequence[Expr]], tuple[Expr, ...]]:
+        """The scalar computation ``name`` (a reducer, a map function) as a function from
+        parameter expressions to result expressions."""
+        comp = self.computation(name)
+        if comp.name not in self._scalar_fns:
+            for p in comp.params:
+                if p.shape.is_tuple or p.shape.dims:
+                    raise common.unsupported(self, instr, f"computation '{comp.name}' must take "
+                                                          "scalar parameters")
+            values, flat = self.param_values(comp)
+            root = lower_computation(self.module, comp, values, self)
+            self._scalar_fns[comp.name] = (flat, common.flatten(root))
+        flat, outs = self._scalar_fns[comp.name]
+
+        def fn(args: Sequence[Expr]) -> tuple[Expr, ...]:
+            mapping = {p.op: a for p, a in zip(flat, args)}
+            res = tuple(common.inline(o[()], mapping) for o in outs)
+            given = {id(x) for x in walk(list(args)) if x.op is Op.LOAD}
+            for r in res:
+                if any(x.op is Op.LOAD and id(x) not in given for x in walk([r])):
+                    raise common.unsupported(self, instr, f"computation '{comp.name}' is not "
+                                                          "elementwise on scalars")
+            return res
+        return fn
+
+
+def lower_computation(module: HloModule, computation: Computation, arg_tensors: Sequence,
+                      ctx: LowerContext | None = None):
+    """Lower ``computation`` with ``arg_tensors`` (one value per parameter: a Tensor or a tuple)
+    and return the value of its root (a Tensor or a nested tuple of Tensors)."""
+    ctx = ctx or LowerContext(module)
+    if len(arg_tensors) != len(computation.params):
+        raise UnsupportedOpError("call", file=ctx.file, line=computation.line or None,
+                                 detail=f"computation '{computation.name}' takes "
+                                        f"{len(computation.params)} arguments, got {len(arg_tensors)}")
+    values: dict[str, object] = {p.name: a for p, a in zip(computation.params, arg_tensors)}
+    by_name = computation.by_name
+    # iterative post-order from the root: only live instructions are lowered
+    stack: list[tuple[str, bool]] = [(computation.root, False)]
+    while stack:
+        name, ready = stack.pop()
+        if name in values:
+            continue
+        instr = by_name[name]
+        if not ready:
+            stack.append((name, True))
+            stack.extend((o, False) for o in reversed(instr.operands) if o not in values)
+            continue
+        handler = HANDLERS.get(instr.opcode)
+        if handler is None:
+            raise UnsupportedOpError(instr.opcode, line=instr.line or None, file=ctx.file,
+                                     detail=f"instruction '{instr.name}' in computation "
+                                            f"'{computation.name}'")
+        ctx.comp = computation
+        values[name] = handler(ctx, instr, [values[o] for o in instr.operands])
+        log.debug("lowered %s = %s", name, instr.opcode)
+    return values[computation.root]
+
+
+def lower_module(module: HloModule) -> LoweredModule:
+    """Lower the entry computation of ``module`` to placeholders and output tensors."""
+    ctx = LowerContext(module)
+    entry = module.entry_computation
+    values, flat = ctx.param_values(entry)
+    root = lower_computation(module, entry, values, ctx)
+    outs = tuple(common.flatten(root))
+    return LoweredModule(tuple(flat), outs, isinstance(root, tuple), module)
