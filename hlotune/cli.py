@@ -50,7 +50,8 @@ def check_outputs(outs, ref_path, rtol=None, atol=None) -> list[dict]:
         b = r.astype(np.float64)
         both_nan = np.isnan(a) & np.isnan(b)
         same_inf = np.isinf(a) & (a == b)
-        diff = np.where(both_nan | same_inf, 0.0, np.abs(a - b))
+        with np.errstate(invalid="ignore"):
+            diff = np.where(both_nan | same_inf, 0.0, np.abs(a - b))
         diff = np.where(np.isnan(diff), np.inf, diff)
         rel = diff / np.maximum(np.abs(b), 1e-30)
         ok = bool(np.all(diff <= at + rt * np.abs(np.where(np.isfinite(b), b, 0))))

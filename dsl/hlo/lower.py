@@ -160,3 +160,28 @@ def lower_module(module: HloModule) -> LoweredModule:
     root = lower_computation(module, entry, values, ctx)
     outs = tuple(common.flatten(root))
     return LoweredModule(tuple(flat), outs, isinstance(root, tuple), module)
+
+
+#: opcodes that run as extern ops (host implementations), not loop nests
+EXTERN_OPS = ("while", "conditional", "sort", "scatter", "custom-call", "constant (arrays over 16 elements)")
+
+
+def supported_ops_markdown() -> str:
+    """The page docs/hlo_ops.md: every supported opcode with its handler's summary."""
+    lines = ["# Supported HLO opcodes", "",
+             "Generated from `dsl/hlo/lower.py`'s opcode table (`python -m hlotune.dsl.hlo.lower`).",
+             "Every op lowers to tensor-expression `compute` definitions with XLA's semantics, except",
+             f"the extern ops ({', '.join(EXTERN_OPS)}), which run on the host with numpy and run",
+             "their sub-computations (loop bodies, branches, comparators) through compiled code.",
+             "custom-call supports the TopK target only; `rng` and complex types raise",
+             "`UnsupportedOpError` naming the op and its line.", "",
+             "| opcode | semantics and attributes |", "|---|---|"]
+    for op in sorted(HANDLERS):
+        doc = (HANDLERS[op].__doc__ or "").strip().split("\n\n")[0]
+        doc = " ".join(x.strip() for x in doc.splitlines())
+        lines.append(f"| `{op}` | {doc.replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(supported_ops_markdown(), end="")
