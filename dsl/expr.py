@@ -165,6 +165,9 @@ def const(value, dtype=None) -> Expr:
         value = bool(value)
     elif dtype.is_int:
         value = int(value)
+        info = np.iinfo(dtype.np)
+        if not info.min <= value <= info.max:
+            raise DSLError(f"constant {value} is out of range for {dtype} [{info.min}, {info.max}]")
     else:
         value = float(value)
     return Expr(Op.CONST, dtype, (), value)
@@ -177,10 +180,12 @@ def as_expr(x, like: DType | None = None) -> Expr:
         return x
     if isinstance(x, IterVar):
         return x.var
-    if isinstance(x, (bool, int, float, np.generic)):
+    if isinstance(x, np.generic):  # numpy scalars carry their dtype (strong typing)
+        return const(x)
+    if isinstance(x, (bool, int, float)):
         if like is not None:
             if isinstance(x, float) and not like.is_float:
-                like = dt.float64 if like.bits > 32 or like.is_int else dt.float32
+                like = dt.float64   # as numpy: int or bool array with a Python float
             if isinstance(x, int) and not isinstance(x, bool) and like.is_bool:
                 like = dt.index
             return const(x, like)
@@ -200,6 +205,8 @@ def unary(op: Op, x) -> Expr:
     if op in GroupOp.FloatUnary and not x.dtype.is_float:
         raise DSLError(f"{op.name.lower()} needs a float operand, got {x.dtype}; cast it first")
     out_dt = dt.bool_ if op is Op.ISFINITE else x.dtype
+    if op is Op.NEG and x.dtype.is_bool:
+        raise DSLError("negating a bool is not defined (numpy rejects it too); use logical_not")
     if op is Op.NEG and x.op is Op.NEG:
         return x.src[0]
     if x.op is Op.CONST and op not in (Op.POPCNT, Op.CLZ):
@@ -243,8 +250,8 @@ def binary(op: Op, a, b) -> Expr:
         b = cast(b, t)
     if op in GroupOp.Bitwise and t.is_float:
         raise DSLError(f"{op.name.lower()} needs integer or bool operands, got {t}")
-    if op in (Op.FLOORDIV, Op.FLOORMOD, Op.REM) and t.is_bool:
-        raise DSLError(f"{op.name.lower()} is not defined on bool")
+    if op in (Op.FLOORDIV, Op.FLOORMOD, Op.REM, Op.SUB, Op.DIV, Op.POW) and t.is_bool:
+        raise DSLError(f"{op.name.lower()} is not defined on bool (numpy rejects it too); cast first")
     out_dt = dt.bool_ if op in GroupOp.Compare else t
     if a.op is Op.CONST and b.op is Op.CONST:
         return const(_fold(op, out_dt, [(a.arg, t), (b.arg, t)]), out_dt)

@@ -55,9 +55,9 @@ def _int_div(a, b, d: DType):
     if d.kind == "i":
         overflow = (a == np.iinfo(a.dtype).min) & (bs == -1)
         bs = np.where(overflow, 1, bs).astype(a.dtype)
-        q = np.abs(a.astype(np.int64) if d.bits < 64 else a) // np.abs(bs)
-        neg = (a < 0) != (bs < 0)
-        q = np.where(neg, -q, q).astype(a.dtype)
+        q = a // bs                                   # floor; step toward zero when inexact
+        inexact = (a - q * bs) != 0
+        q = np.where(inexact & ((a < 0) != (bs < 0)), q + 1, q).astype(a.dtype)
     else:
         q = a // bs
     return np.where(zero, np.array(-1).astype(a.dtype), q).astype(a.dtype)
@@ -109,17 +109,18 @@ def _int_pow(a, b):
 
 
 def _cast(x, d: DType):
-    src = x.dtype
+    src = dt.dtype(x.dtype)
     if d.is_bool:
         return x != 0
-    if d.is_int and src.kind == "f":
+    if d.is_int and src.is_float:
         info = np.iinfo(d.np)
         f = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0, posinf=info.max, neginf=info.min)
         f = np.clip(f, info.min, info.max)
         # float64 cannot hold int64's max exactly: saturate explicitly
         out = f.astype(d.np)
-        if d.bits == 64:
-            out = np.where(f >= 2.0**63, info.max, out).astype(d.np)
+        if d.bits == 64:  # float64 cannot hold the 64-bit maxima exactly: saturate explicitly
+            top = 2.0**63 if d.kind == "i" else 2.0**64
+            out = np.where(f >= top, info.max, out).astype(d.np)
         return out
     return x.astype(d.np)
 
@@ -179,10 +180,12 @@ def _eval_math(op: Op, d: DType, args):
         return np.true_divide(a, b).astype(a.dtype) if d.is_float else _int_div(a, b, d)
     if op is Op.REM:
         return np.fmod(a, b) if d.is_float else _int_rem(a, b, d)
-    if op is Op.FLOORDIV:
-        return np.floor_divide(a, np.where(b == 0, 1, b)) if d.is_int else np.floor_divide(a, b)
-    if op is Op.FLOORMOD:
-        return np.mod(a, np.where(b == 0, 1, b)) if d.is_int else np.mod(a, b)
+    if op is Op.FLOORDIV:  # integer x // 0 = -1 (all ones), as x / 0
+        if d.is_int:
+            return np.where(b == 0, np.array(-1).astype(a.dtype), np.floor_divide(a, np.where(b == 0, 1, b)))
+        return np.floor_divide(a, b)
+    if op is Op.FLOORMOD:  # integer mod(x, 0) = x, as x % 0
+        return np.where(b == 0, a, np.mod(a, np.where(b == 0, 1, b))) if d.is_int else np.mod(a, b)
     if op is Op.POW:
         return np.power(a, b) if d.is_float else _int_pow(a, b)
     if op in (Op.SHL, Op.SHRA, Op.SHRL):

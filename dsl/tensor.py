@@ -229,10 +229,10 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = ""):
             if r.arg.axes != raxis or r.arg.reducer is not reduces[0].arg.reducer:
                 raise DSLError(f"compute '{name}': tuple outputs must share one reducer and axes")
     for b in body:
+        if any(e.op is Op.REDUCE and e not in reduces for e in walk([b])):
+            raise DSLError(f"compute '{name}': a reduction must be the outermost expression; "
+                           "put the rest in a second compute")
         for e in walk([b]):
-            if e.op is Op.REDUCE and e not in reduces:
-                raise DSLError(f"compute '{name}': a reduction must be the outermost expression; "
-                               "put the rest in a second compute")
             if e.op is Op.VAR and e.arg.kind == "reduce" and e.arg not in raxis:
                 raise DSLError(f"compute '{name}': reduce axis '{e.arg.name}' is used outside "
                                "of a reduction over it")

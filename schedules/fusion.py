@@ -34,20 +34,56 @@ def _cost(st: Stage) -> tuple[int, int]:
     return n, e
 
 
+def _reuse(producer: Stage, reader: Stage) -> int:
+    """How many times ``reader`` reads each element of ``producer``: the product of the
+    reader's loop extents that no index of its loads of ``producer`` mentions."""
+    used: set = set()
+    for e in walk(reader.op.body):
+        if e.op is Op.LOAD and getattr(e.arg, "op", None) is producer.op:
+            used |= {x.arg for x in walk(list(e.src)) if x.op is Op.VAR}
+    n = 1
+    for v in reader.op.axis + reader.op.reduce_axis:
+        if v not in used:
+            n *= v.extent
+    return n
+
+
+def simd_reducible(st: Stage) -> bool:
+    """Whether the stage's reduction may run as a SIMD reduction (any combine order): a single
+    sum/prod/max/min without a mask, not on 16-bit floats (they round after every step)."""
+    op = st.op
+    if not op.is_reduction or op.num_outputs != 1:
+        return False
+    spec = op.body[0].arg
+    d = op.body[0].dtype
+    return spec.reducer.ufunc is not None and spec.where is None and not (d.is_float and d.bits == 16)
+
+
 def fuse_default(s: Schedule) -> None:
-    """Inline injective stages into their readers (see module docstring)."""
-    readers: dict[str, set[str]] = {n: set() for n in s.stages}
+    """Inline injective stages into their readers (see module docstring). A stage with
+    expensive math stays materialized when it has several readers or when a reader would
+    recompute each of its elements many times (e.g. the operand of a dot)."""
+    readers: dict[str, list[Stage]] = {n: [] for n in s.stages}
     for st in s.stages.values():
         for t in input_tensors(st.op):
             p = s.stage_of_op(t.op)
-            if p is not None:
-                readers[p.name].add(st.name)
+            if p is not None and st not in readers[p.name]:
+                readers[p.name].append(st)
     outputs = {id(t.op) for t in s.graph.outputs}
+    cost: dict[str, tuple[int, int]] = {}   # with the producers inlined into it (topological order)
     for st in list(s.stages.values()):
+        nodes, expensive = _cost(st)
+        for t in input_tensors(st.op):
+            p = s.stage_of_op(t.op)
+            if p is not None and p.attach == ("inline",):
+                nodes += cost[p.name][0]
+                expensive += cost[p.name][1]
+        cost[st.name] = (nodes, expensive)
         if id(st.op) in outputs or st.op.is_reduction or st.op.num_outputs != 1:
             continue
-        nodes, expensive = _cost(st)
-        if len(readers[st.name]) <= 1 or (expensive == 0 and nodes <= 24):
+        cheap = expensive == 0 and nodes <= 24
+        rs = readers[st.name]
+        if cheap or (len(rs) <= 1 and all(_reuse(st, r) <= 1 for r in rs)):
             s.compute_inline(st.op.output(0))
 
 
@@ -60,12 +96,12 @@ def loop_default(s: Schedule, st: Stage, threads: int | None = None) -> None:
     for v in st.leaf:
         work *= max(v.extent, 1)
     vec = None
-    if data and data[-1].extent >= 4:
-        if not red:
-            vec = data[-1]
-        elif len(data) >= 2 and data[-1].extent >= 8:
+    if data and data[-1].extent >= 4 and (not red or (len(data) >= 2 and data[-1].extent >= 8)):
+        if red:
             s.reorder(*data[:-1], *red, data[-1])
-            vec = data[-1]
+        vec = data[-1]
+    elif red and red[-1].extent >= 8 and simd_reducible(st):
+        vec = red[-1]
     if vec is not None:
         s.vectorize(vec)
     outer = [v for v in data if v is not vec]

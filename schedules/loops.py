@@ -45,10 +45,12 @@ class Stmt:
 
 @dataclass(frozen=True, eq=False)
 class For(Stmt):
+    """``reduction``: ``(acc, reducer)`` pairs a vectorized loop combines into (in any order)."""
     var: IterVar
     extent: Expr
     kind: str
     body: Stmt
+    reduction: tuple = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,6 +77,13 @@ class Let(Stmt):
     var: IterVar
     value: Expr
     body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class Assign(Stmt):
+    """Update the scalar ``var`` declared by an enclosing ``Let``."""
+    var: IterVar
+    value: Expr
 
 
 @dataclass(frozen=True, eq=False)
@@ -113,6 +122,8 @@ def stmt_str(s: Stmt, depth: int = 0) -> str:
         return "".join(stmt_str(x, depth) for x in s.stmts)
     if isinstance(s, For):
         tag = "" if s.kind == "serial" else f"  # {s.kind}"
+        if s.reduction:
+            tag += f" reduction({', '.join(f'{r.name}:{a.name}' for a, r in s.reduction)})"
         return f"{pad}for {s.var.name} in range({expr_str(s.extent)}):{tag}\n" + stmt_str(s.body, depth + 1)
     if isinstance(s, Store):
         return f"{pad}{s.buffer.name}[{', '.join(expr_str(i) for i in s.indices)}] = {expr_str(s.value)}\n"
@@ -123,4 +134,6 @@ def stmt_str(s: Stmt, depth: int = 0) -> str:
         return f"{pad}if {expr_str(s.cond)}:\n" + stmt_str(s.then, depth + 1)
     if isinstance(s, Let):
         return f"{pad}{s.var.name} = {expr_str(s.value)}\n" + stmt_str(s.body, depth)
+    if isinstance(s, Assign):
+        return f"{pad}{s.var.name} = {expr_str(s.value)}\n"
     raise TypeError(f"not a statement: {s!r}")

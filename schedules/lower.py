@@ -19,7 +19,7 @@ from ..dsl.expr import Expr, IterVar, as_expr, binary, substitute, walk
 from ..dsl.ops import Op
 from ..dsl.tensor import PlaceholderOp, Tensor, input_tensors
 from .bounds import Interval, const_difference, interval, simplify_index, static_range
-from .loops import Allocate, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store, seq
+from .loops import Allocate, Assign, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store, seq
 from .schedule import FuseRel, Schedule, SplitRel, Stage, check
 
 #: Root intermediates up to this many bytes live on the stack; larger ones on the heap.
@@ -228,10 +228,39 @@ class _Lowerer:
             first_red = next((k for k, v in enumerate(st.leaf) if v.kind == "reduce"), len(st.leaf))
             init_nest = self.wrap(st, [v for v in st.leaf[first_red:] if v.kind == "data"],
                                   guarded(init, False), loop_ext, attach=False)
-            inner = self.wrap(st, st.leaf[first_red:], guarded(update, True), loop_ext)
+            kv = st.leaf[-1]
+            if kv.kind == "reduce" and st.annotations.get(kv) == "vectorize":
+                inner = self.vector_reduce(st, kv, bufs, store_idx, vals, spec, loop_ext, guards)
+                inner = self.wrap(st, st.leaf[first_red:-1], guarded(inner, False), loop_ext)
+            else:
+                for v in st.leaf:
+                    check(not (v.kind == "reduce" and st.annotations.get(v) == "vectorize"),
+                          f"vectorize: reduction axis '{v.name}' of '{st.name}' must be the innermost loop")
+                inner = self.wrap(st, st.leaf[first_red:], guarded(update, True), loop_ext)
             return self.wrap(st, st.leaf[:first_red], seq(init_nest, inner), loop_ext)
         stores = seq(*[Store(b, store_idx, self.to_buffers(x)) for b, x in zip(bufs, body)])
         return self.wrap(st, st.leaf, guarded(stores, False), loop_ext)
+
+    def vector_reduce(self, st, kv, bufs, idx, vals, spec, loop_ext, guards) -> Stmt:
+        """``acc = buf[idx]; for kv (SIMD, any order): acc = combine(acc, v); buf[idx] = acc``."""
+        red = spec.reducer
+        d = bufs[0].dtype
+        check(len(bufs) == 1 and spec.where is None and red.ufunc is not None,
+              f"vectorize: reduction axis '{kv.name}' of '{st.name}' needs a sum/prod/max/min reduction "
+              "without a mask")
+        check(not (d.is_float and d.bits == 16), f"vectorize: reduction axis '{kv.name}' of '{st.name}': "
+              "16-bit floats round after every step, so the order cannot change")
+        check(not self.attached.get(kv), f"vectorize: a stage is computed at reduction axis '{kv.name}'")
+        acc = IterVar(f"{st.name}_acc", 0, "param", d)
+        body: Stmt = Assign(acc, substitute(red.combine[0], {red.lhs[0]: acc.var, red.rhs[0]: vals[0]}))
+        conds = [c for c, r in guards if r]
+        if conds:
+            c = conds[0]
+            for x in conds[1:]:
+                c = binary(Op.AND, c, x)
+            body = If(c, body)
+        loop = For(kv, loop_ext[kv], "vectorize", body, ((acc, red),))
+        return Let(acc, bufs[0].load(idx), seq(loop, Store(bufs[0], idx, acc.var)))
 
     def wrap(self, st: Stage, loops: list[IterVar], inner: Stmt,
              loop_ext: dict, attach: bool = True) -> Stmt:

@@ -290,9 +290,6 @@ def apply_step(s: Schedule, step):
         if step.kind == "parallel":
             check(v.kind == "data", f"parallel: '{v.name}' of '{st.name}' is a reduction axis; "
                   "parallel threads would race on the accumulator")
-        if step.kind == "vectorize":
-            check(v.kind == "data", f"vectorize: '{v.name}' of '{st.name}' is a reduction axis; "
-                  "vectorize a data-parallel axis")
         st.annotations[v] = step.kind
         return None
     if isinstance(step, Bind):

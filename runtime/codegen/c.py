@@ -42,6 +42,13 @@ HL_INLINE uint16_t hl_f32_to_bf16(float f) {
 HL_INLINE float hl_bf16_to_f32(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f; }
 HL_INLINE float hl_round_bf16(float f) { return hl_bf16_to_f32(hl_f32_to_bf16(f)); }
 HL_INLINE float hl_round_f16(float f) { return (float)(_Float16)f; }
+/* double -> float rounding to odd, so that a second rounding to 16 bits is correct */
+HL_INLINE float hl_f64_to_f32_odd(double d) {
+  float t = (float)d;
+  if ((double)t == d || t != t || isinf(t)) return t;
+  if (fabs((double)t) > fabs(d)) t = nextafterf(t, 0.0f);
+  uint32_t u; memcpy(&u, &t, 4); u |= 1u; memcpy(&t, &u, 4); return t;
+}
 HL_INLINE uint16_t hl_f32_to_f16bits(float f) { _Float16 h = (_Float16)f; uint16_t u; memcpy(&u, &h, 2); return u; }
 HL_INLINE float hl_f16bits_to_f32(uint16_t u) { _Float16 h; memcpy(&h, &u, 2); return (float)h; }
 static void* hl_alloc(size_t n) { void* p = NULL; if (posix_memalign(&p, 64, n ? n : 64)) abort(); return p; }
@@ -50,8 +57,14 @@ static void* hl_alloc(size_t n) { void* p = NULL; if (posix_memalign(&p, 64, n ?
         out.append(f"""HL_INLINE {t} hl_max_{s}({t} a, {t} b) {{ return (a > b || a != a) ? a : b; }}
 HL_INLINE {t} hl_min_{s}({t} a, {t} b) {{ return (a < b || a != a) ? a : b; }}
 HL_INLINE {t} hl_sign_{s}({t} a) {{ return a != a ? a : (a > 0) - (a < 0); }}
-HL_INLINE {t} hl_floordiv_{s}({t} a, {t} b) {{ return floor{f}(a / b); }}
-HL_INLINE {t} hl_floormod_{s}({t} a, {t} b) {{ {t} r = fmod{f}(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }}
+HL_INLINE {t} hl_floordiv_{s}({t} a, {t} b) {{  /* numpy's floor_divide (npy_divmod) */
+  if (b == 0) return a / b;
+  {t} mod = fmod{f}(a, b); {t} div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  if (div != 0) {{ {t} fl = floor{f}(div); return (div - fl > 0.5) ? fl + 1 : fl; }}
+  return copysign{f}(0, a / b);
+}}
+HL_INLINE {t} hl_floormod_{s}({t} a, {t} b) {{ {t} r = fmod{f}(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : (r == 0 ? copysign{f}(0, b) : r); }}
 """)
     for s, (t, bits, signed) in _INTS.items():
         if s == "b":
@@ -74,6 +87,11 @@ HL_INLINE {t} hl_popcnt_{s}({t} a) {{ return ({t})__builtin_popcountll((uint64_t
 HL_INLINE {t} hl_clz_{s}({t} a) {{ return a == 0 ? {bits} : ({t})(__builtin_clzll((uint64_t)({u})a) - {64 - bits}); }}
 HL_INLINE {t} hl_f2i_{s}(double x) {{ if (x != x) return 0; if (x <= (double){lo}) return {lo}; if (x >= (double){hi}) return {hi}; return ({t})x; }}
 """)
+    for s, (t, _) in _FLOATS.items():
+        out.append(f"#pragma omp declare reduction(hl_max_{s} : {t} : omp_out = hl_max_{s}(omp_out, omp_in)) "
+                   f"initializer(omp_priv = -INFINITY)\n"
+                   f"#pragma omp declare reduction(hl_min_{s} : {t} : omp_out = hl_min_{s}(omp_out, omp_in)) "
+                   f"initializer(omp_priv = INFINITY)\n")
     pairs = [("f32", "float", "i32"), ("f32", "float", "u32"), ("f64", "double", "i64"), ("f64", "double", "u64")]
     for f, ft, i in pairs:
         it = _INTS[i][0]
@@ -102,7 +120,14 @@ class CRenderer(CStyleRenderer):
         if f.kind == "parallel":
             return ["#pragma omp parallel for schedule(static)"]
         if f.kind == "vectorize":
-            return ["#pragma omp simd"]
+            clauses = []
+            for acc, red in f.reduction:
+                d = acc.dtype
+                op = {"add": "+", "multiply": "*"}.get(red.ufunc)
+                if op is None:  # max/min: NaN-propagating for floats (declared in the helpers)
+                    op = f"hl_{red.ufunc[:3]}_{self.suffix(d)}" if d.is_float else red.ufunc[:3]
+                clauses.append(f" reduction({op}:{self.name(acc, acc.name)})")
+            return ["#pragma omp simd" + "".join(clauses)]
         if f.kind == "unroll":
             return [f"#pragma GCC unroll {min(ext, 64) if ext else 8}"]
         if f.kind.startswith("bind:"):

@@ -19,7 +19,7 @@ from ...dsl.errors import LoweringError
 from ...dsl.expr import Expr, binary
 from ...dsl.ops import GroupOp, Op
 from ...schedules.bounds import simplify
-from ...schedules.loops import Allocate, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store
+from ...schedules.loops import Allocate, Assign, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store
 
 _CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!="}
 _ARITH = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*"}
@@ -28,6 +28,18 @@ _FMATH = {Op.EXP: "exp", Op.EXPM1: "expm1", Op.LOG: "log", Op.LOG1P: "log1p", Op
           Op.CBRT: "cbrt", Op.TANH: "tanh", Op.ERF: "erf", Op.SIN: "sin", Op.COS: "cos", Op.TAN: "tan",
           Op.FLOOR: "floor", Op.CEIL: "ceil", Op.ROUND: "rint", Op.ABS: "fabs", Op.ATAN2: "atan2",
           Op.POW: "pow", Op.REM: "fmod"}
+
+
+#: identifiers generated code must not shadow: C/OpenCL/CUDA keywords, macros, libm names
+RESERVED = frozenset("""
+auto break case char const continue default do double else enum extern float for goto if inline int long
+register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
+bool true false NULL INFINITY NAN kernel args n t0 t1 main half __global __local __kernel global local
+exp expf expm1 expm1f log logf log1p log1pf sqrt sqrtf cbrt cbrtf tanh tanhf erf erff sin sinf cos cosf tan
+tanf floor floorf ceil ceilf rint rintf fabs fabsf atan2 atan2f pow powf fmod fmodf isfinite isnan isinf
+copysign copysignf nextafter nextafterf free malloc memcpy posix_memalign abort clock_gettime timespec
+int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t min max abs
+""".split())
 
 
 class CStyleRenderer:
@@ -47,11 +59,14 @@ class CStyleRenderer:
 
     # ------------------------------------------------------------------ names and types
     def name(self, obj, hint: str) -> str:
+        """A unique C identifier for ``obj``; keywords, library names and ``hl_`` get a suffix."""
         k = id(obj)
         if k not in self.names:
             base = re.sub(r"[^0-9a-zA-Z_]", "_", hint) or "v"
             if base[0].isdigit():
                 base = "v" + base
+            if base in RESERVED or base.startswith(("hl_", "__", "omp_")):
+                base += "_"
             nm, n = base, 0
             while nm in self.used:
                 n += 1
@@ -201,6 +216,8 @@ class CStyleRenderer:
         if d.is_int and src.is_float:
             return f"hl_f2i_{self.suffix(d)}({s})"
         if d.is_float:
+            if d.bits == 16 and src is dt.float64:  # round once, not through float
+                return self.round16(f"hl_f64_to_f32_odd({s})", d)
             return self.round16(f"(({self.ctype(d)}){s})", d)
         return f"(({self.ctype(d)}){s})"
 
@@ -247,6 +264,8 @@ class CStyleRenderer:
                            *self.stmt(s.body, depth + 1), pad + "}"]
         if isinstance(s, If):
             return [f"{pad}if ({self.expr(s.cond)}) {{", *self.stmt(s.then, depth + 1), pad + "}"]
+        if isinstance(s, Assign):
+            return [f"{pad}{self.name(s.var, s.var.name)} = {self.expr(s.value)};"]
         if isinstance(s, Let):
             t = self.ctype(s.var.dtype)
             return [pad + "{", f"{pad}  {t} {self.name(s.var, s.var.name)} = {self.expr(s.value)};",

@@ -8,7 +8,7 @@ HL_INLINE float hl_ldexp_i(float p, int32_t n) {
   int32_t bits; memcpy(&bits, &p, 4); bits += n << 23; float r; memcpy(&r, &bits, 4); return r;
 }
 HL_INLINE float hl_expf(float x) {
-  float xc = x > 88.72283935546875f ? 88.72283935546875f : (x < -87.3365447504f ? -87.3365447504f : x);
+  float xc = x > 88.72283935546875f ? 88.72283935546875f : (x < -103.972084045410f ? -103.972084045410f : x);
   float n = rintf(xc * 1.44269504088896341f);
   float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
@@ -20,15 +20,19 @@ HL_INLINE float hl_expf(float x) {
   p = p * r + 5.0000001201E-1f;
   p = p * r * r + r + 1.0f;
   int32_t ni = (int32_t)n;
-  float res = hl_ldexp_i(p, ni > 127 ? ni - 1 : ni) * (ni > 127 ? 2.0f : 1.0f);
+  /* 2^n in two steps at the ends of the range: subnormal results and n = 128 */
+  int32_t nlo = ni < -125 ? ni + 64 : (ni > 127 ? ni - 1 : ni);
+  float scale = ni < -125 ? 5.42101086242752217e-20f : (ni > 127 ? 2.0f : 1.0f);
+  float res = hl_ldexp_i(p, nlo) * scale;
   res = x > 88.72283935546875f ? INFINITY : res;
-  res = x < -103.97208f ? 0.0f : res;
-  res = (x < -87.3365447504f && x >= -103.97208f) ? expf(x) : res;
+  res = x < -103.972084045410f ? 0.0f : res;
   return x != x ? x : res;
 }
 HL_INLINE float hl_logf(float x) {
-  int32_t bits; memcpy(&bits, &x, 4);
-  int32_t e = ((bits >> 23) & 0xff) - 126;
+  int sub = x > 0.0f && x < 1.17549435e-38f;   /* subnormal: scale into the normal range */
+  float xs = sub ? x * 8388608.0f : x;
+  int32_t bits; memcpy(&bits, &xs, 4);
+  int32_t e = ((bits >> 23) & 0xff) - 126 - (sub ? 23 : 0);
   int32_t mb = (bits & 0x007fffff) | 0x3f000000;
   float m; memcpy(&m, &mb, 4);               /* x = m * 2^e, m in [0.5, 1) */
   int small = m < 0.707106781186547524f;
@@ -48,8 +52,6 @@ HL_INLINE float hl_logf(float x) {
   y += -2.12194440e-4f * ef;
   y += -0.5f * z;
   float r = m + y + 0.693359375f * ef;
-  int sub = bits < 0x00800000 && bits > 0;   /* subnormal inputs: libm */
-  r = sub ? logf(x) : r;
   r = x == 0.0f ? -INFINITY : r;
   r = x < 0.0f ? NAN : r;
   r = x == INFINITY ? INFINITY : r;

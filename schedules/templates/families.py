@@ -9,6 +9,7 @@ from __future__ import annotations
 from ...dsl.expr import walk
 from ...dsl.ops import Op
 from ...dsl.tensor import Tensor
+from ..fusion import simd_reducible
 from ..schedule import Schedule, Stage, check
 from .base import Knob, Template, is_pow2, parallel_fuse, pow2_upto
 
@@ -57,7 +58,7 @@ class Reduction(Template):
     """Reductions that are not dots or convolutions (row sums, max, mean, ...)."""
 
     family = "reduction"
-    domains = {"order": lambda v: v in ("inner", "outer"), "split_k": is_pow2, "unroll_k": _flag,
+    domains = {"order": lambda v: v in ("inner", "outer"), "split_k": is_pow2, "unroll_k": _flag, "vector_k": _flag,
                "cache": _flag, "parallel": _flag}
 
     def knobs(self, st, threads):
@@ -65,7 +66,8 @@ class Reduction(Template):
         k = r[-1].extent
         orders = ("inner",) + (("outer",) if len(d) >= 2 and d[-1].extent >= 4 else ())
         return [Knob("order", orders), Knob("split_k", (1,) + tuple(v for v in pow2_upto(k, 4, 32) if v < k)),
-                Knob("unroll_k", (0, 1)), Knob("cache", (0, 1)),
+                Knob("unroll_k", (0, 1)), Knob("vector_k", (1, 0) if simd_reducible(st) else (0,)),
+                Knob("cache", (0, 1)),
                 Knob("parallel", (1, 0) if threads > 1 and d else (0,))]
 
     def steps(self, s, st, c, threads):
@@ -88,6 +90,9 @@ class Reduction(Template):
                 s.unroll(ki)
         elif c["unroll_k"]:
             check(False, "unroll_k needs split_k > 1")
+        if c["vector_k"]:
+            check(c["order"] == "inner" and not c["unroll_k"], "vector_k needs order=inner and no unroll_k")
+            s.vectorize(ks[-1])
         if c["order"] == "outer":
             s.reorder(*d2[:-1], *ks, d2[-1])
             s.vectorize(d2[-1])
