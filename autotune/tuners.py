@@ -27,11 +27,15 @@ def register(name: str):
     return deco
 
 
-def get_tuner(name: str, space: Space, seed: int = 0, **options) -> "Tuner":
-    """A tuner by name: ``bayes``, ``random`` or ``grid``."""
+def get_tuner(name: str, space: Space, seed: int = 0, allowed=None, **options) -> "Tuner":
+    """A tuner by name: ``bayes``, ``random`` or ``grid``. ``allowed`` (a list of configs)
+    restricts proposals to that catalog (e.g. a recorded log replayed without a device)."""
     if name not in TUNERS:
         raise ConfigError(f"unknown tuner '{name}'; expected one of {sorted(TUNERS)}", "tuner")
-    return TUNERS[name](space, seed=seed, **options)
+    t = TUNERS[name](space, seed=seed, **options)
+    if allowed is not None:
+        t.allowed = {_ck(c): c for c in allowed}
+    return t
 
 
 def _ck(config: dict) -> str:
@@ -49,10 +53,28 @@ class Tuner:
         self.tried: dict[str, float] = {}
         self.best_cost = math.inf
         self.best_config: dict | None = None
+        self.allowed: dict[str, dict] | None = None
 
     @property
     def exhausted(self) -> bool:
-        return len(self.tried) >= self.space.size
+        return len(self.tried) >= (self.space.size if self.allowed is None else len(self.allowed))
+
+    def _project(self, c: dict, taken: list) -> dict | None:
+        """``c`` itself when allowed and untried, else the nearest allowed untried config
+        (L1 distance over knob value positions)."""
+        if self.allowed is None:
+            return c
+        if _ck(c) in self.allowed and _ck(c) not in self.tried and c not in taken:
+            return c
+        pos = [k.values.index(c[k.name]) for k in self.space.knobs]
+        best, best_d = None, math.inf
+        for key, a in self.allowed.items():
+            if key in self.tried or a in taken:
+                continue
+            d = sum(abs(k.values.index(a[k.name]) - p) for k, p in zip(self.space.knobs, pos))
+            if d < best_d:
+                best, best_d = a, d
+        return best
 
     def ask(self, n: int) -> list[dict]:
         raise NotImplementedError
@@ -82,6 +104,9 @@ class RandomTuner(Tuner):
         self.rng = random.Random(seed)
 
     def ask(self, n):
+        if self.allowed is not None:
+            left = [c for k, c in self.allowed.items() if k not in self.tried]
+            return self.rng.sample(left, min(n, len(left)))
         out, guard = [], 0
         while len(out) < n and not self.exhausted and guard < 100 * n + 1000:
             guard += 1
@@ -102,7 +127,7 @@ class GridTuner(Tuner):
     def ask(self, n):
         out = []
         for c in self.it:
-            if _ck(c) not in self.tried:
+            if _ck(c) not in self.tried and (self.allowed is None or _ck(c) in self.allowed):
                 out.append(c)
             if len(out) >= n:
                 break
@@ -160,7 +185,9 @@ class BayesTuner(Tuner):
             xs = self.opt.ask(n_points=n, strategy="cl_min") if n > 1 else [self.opt.ask()]
         out = []
         for x in xs:
-            c = self._decode(x)
+            c = self._project(self._decode(x), out)
+            if c is None:
+                continue
             guard = 0
             while (_ck(c) in self.tried or c in out) and guard < 200:
                 # the model proposed a known point: explore a random untried one instead

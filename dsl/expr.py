@@ -218,10 +218,10 @@ def _simplify(op: Op, a: Expr, b: Expr) -> Expr | None:
     """Identities for index arithmetic: x+0, x*1, x*0 (ints), 0+x, 1*x, x-0, x//1."""
     def is_c(e, v):
         return e.op is Op.CONST and e.arg == v
-    if op is Op.ADD:
+    if op is Op.ADD and a.dtype.is_int:  # not for floats: -0.0 + 0.0 is +0.0
         if is_c(b, 0): return a  # noqa: E701
         if is_c(a, 0): return b  # noqa: E701
-    if op is Op.SUB and is_c(b, 0):
+    if op is Op.SUB and is_c(b, 0) and (a.dtype.is_int or not math.copysign(1.0, b.arg) < 0):
         return a
     if op is Op.MUL:
         if is_c(b, 1): return a  # noqa: E701

@@ -56,7 +56,8 @@ def simd_reducible(st: Stage) -> bool:
         return False
     spec = op.body[0].arg
     d = op.body[0].dtype
-    return spec.reducer.ufunc is not None and spec.where is None and not (d.is_float and d.bits == 16)
+    return (spec.reducer.ufunc is not None and spec.where is None and not (d.is_float and d.bits == 16)
+            and not d.is_bool)
 
 
 def fuse_default(s: Schedule) -> None:

@@ -248,8 +248,9 @@ class _Lowerer:
         check(len(bufs) == 1 and spec.where is None and red.ufunc is not None,
               f"vectorize: reduction axis '{kv.name}' of '{st.name}' needs a sum/prod/max/min reduction "
               "without a mask")
-        check(not (d.is_float and d.bits == 16), f"vectorize: reduction axis '{kv.name}' of '{st.name}': "
-              "16-bit floats round after every step, so the order cannot change")
+        check(not (d.is_float and d.bits == 16) and not d.is_bool,
+              f"vectorize: reduction axis '{kv.name}' of '{st.name}': a SIMD reduction needs a float32/64 or "
+              "integer accumulator (16-bit floats round after every step; bool has no SIMD sum)")
         check(not self.attached.get(kv), f"vectorize: a stage is computed at reduction axis '{kv.name}'")
         acc = IterVar(f"{st.name}_acc", 0, "param", d)
         body: Stmt = Assign(acc, substitute(red.combine[0], {red.lhs[0]: acc.var, red.rhs[0]: vals[0]}))
@@ -287,7 +288,9 @@ class _Lowerer:
         check(readers == {cons.name}, f"compute_at: '{p.name}' is read by {sorted(readers) or 'no stage'}; "
               f"it can only be computed at a loop of its single reader '{cons.name}'")
         region = self.infer_region(p, cons, at)
-        buf = Buffer(p.name, p.op.body[0].dtype, tuple(iv.ext for iv in region), "local")
+        shape = tuple(iv.ext for iv in region)
+        d = p.op.body[0].dtype
+        buf = Buffer(p.name, d, shape, "global" if _nbytes(d, shape) > STACK_BYTES else "local")
         self.regions[p.name] = _Region((buf,), tuple(iv.lo for iv in region), tuple(iv.ext for iv in region))
         self.planned[p.name] = region
 

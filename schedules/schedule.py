@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+
+import numpy as np
 from dataclasses import dataclass, field
 
 from ..dsl.errors import ScheduleError
@@ -54,23 +56,34 @@ class Stage:
     scope: str = "global"
     vars: dict = field(default_factory=dict)             # name -> IterVar (every var ever made)
     origin: ComputeOp | None = None                      # op before cache_write (what readers load)
+    local: dict = field(default_factory=dict)            # IterVar -> its unique name in this stage
 
     def __post_init__(self):
         for v in self.op.axis + self.op.reduce_axis:
             self._register(v)
 
-    def _register(self, v: IterVar) -> IterVar:
-        check(v.name not in self.vars or self.vars[v.name] is v,
-              f"stage '{self.name}': axis name '{v.name}' is used twice")
-        self.vars[v.name] = v
+    def _register(self, v: IterVar, name: str | None = None) -> IterVar:
+        """Give ``v`` a name unique in this stage (two axes both called 'k' become k, k_1)."""
+        if v in self.local:
+            return v
+        base = nm = name or v.name
+        n = 0
+        while nm in self.vars:
+            n += 1
+            nm = f"{base}_{n}"
+        self.vars[nm] = v
+        self.local[v] = nm
         return v
+
+    def name_of(self, v: IterVar) -> str:
+        return self.local[v]
 
     def fresh(self, name: str, extent: int, kind: str) -> IterVar:
         base, n = name, 0
         while name in self.vars:
             n += 1
             name = f"{base}{n}"
-        return self._register(IterVar(name, extent, kind))
+        return self._register(IterVar(name, extent, kind), name)
 
     def var(self, name: str) -> IterVar:
         check(name in self.vars, f"stage '{self.name}' has no axis '{name}' "
@@ -142,7 +155,8 @@ class Schedule:
     def _axis(self, v) -> tuple[Stage, str]:
         if isinstance(v, IterVar):
             st = self.stage(v)
-            return st, v.name
+            check(v in st.local, f"axis '{v.name}' is no longer an axis of stage '{st.name}'")
+            return st, st.name_of(v)
         raise ScheduleError(f"expected an axis (IterVar), got {v!r}")
 
     def apply(self, step):
@@ -159,6 +173,8 @@ class Schedule:
         does not divide ``n`` gets a guarded tail (``if o*f + in < n``).
         """
         st, name = self._axis(axis)
+        check(isinstance(factor, (int, np.integer)) and not isinstance(factor, bool),
+              f"split '{name}' of stage '{st.name}': factor must be a positive int, got {factor!r}")
         return self.apply(Split(st.name, name, int(factor)))
 
     def tile(self, x: IterVar, y: IterVar, x_factor: int, y_factor: int):
@@ -256,8 +272,8 @@ def apply_step(s: Schedule, step):
         check(v not in st.annotations, f"split: axis '{v.name}' of '{st.name}' is already annotated "
               f"'{st.annotations.get(v)}'; split before annotating")
         f = min(step.factor, v.extent) if v.extent else step.factor
-        outer = st.fresh(f"{v.name}.outer", math.ceil(v.extent / f) if v.extent else 0, v.kind)
-        inner = st.fresh(f"{v.name}.inner", f, v.kind)
+        outer = st.fresh(f"{step.axis}.outer", math.ceil(v.extent / f) if v.extent else 0, v.kind)
+        inner = st.fresh(f"{step.axis}.inner", f, v.kind)
         st.relations.append(SplitRel(v, outer, inner, step.factor))
         k = st.leaf.index(v)
         st.leaf[k:k + 1] = [outer, inner]
@@ -277,7 +293,7 @@ def apply_step(s: Schedule, step):
         check(a.kind == b.kind, f"fuse: cannot fuse {a.kind} axis '{a.name}' with {b.kind} axis '{b.name}'")
         check(a not in st.annotations and b not in st.annotations,
               f"fuse: '{a.name}' or '{b.name}' of '{st.name}' is already annotated; fuse first")
-        fused = st.fresh(f"{a.name}.{b.name}.fused", a.extent * b.extent, a.kind)
+        fused = st.fresh(f"{step.outer}.{step.inner}.fused", a.extent * b.extent, a.kind)
         st.relations.append(FuseRel(a, b, fused))
         k = st.leaf.index(a)
         st.leaf[k:k + 2] = [fused]
@@ -354,6 +370,6 @@ def _cache_write(s: Schedule, st: Stage, scope: str) -> Tensor:
     st.op = copy_op
     st.leaf = list(op.axis)
     for v in op.reduce_axis:
-        st.vars.pop(v.name, None)
+        st.vars.pop(st.local.pop(v), None)
         s._owner.pop(v, None)
     return cache_t

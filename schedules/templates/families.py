@@ -123,7 +123,7 @@ class Tiled(Template):
         d, r = _data(st), _red(st)
         x = d[-2].extent if len(d) >= 2 else 1
         y = d[-1].extent
-        k = r[-1].extent
+        k = max(v.extent for v in r)
         return [Knob("tile_x", pow2_upto(x, 1, 32)), Knob("tile_y", pow2_upto(y, min(8, y), 256)),
                 Knob("split_k", (1,) + tuple(v for v in pow2_upto(k, 4, 64) if v < k)),
                 Knob("order", ("kxy", "xky")), Knob("cache_write", (1, 0)), Knob("unroll_x", (1, 0)),
@@ -152,9 +152,11 @@ class Tiled(Template):
         else:
             cd, cr = d, _red(st)
             cx, cy, lead = xi, yi, []
-        ks = list(cr)
+        # the longest reduction axis (K of a dot, input channels of a conv) goes innermost
+        big = max(cr, key=lambda v: v.extent)
+        ks = [v for v in cr if v is not big] + [big]
         if c["split_k"] > 1:
-            ko, ki = s.split(cr[-1], c["split_k"])
+            ko, ki = s.split(big, c["split_k"])
             ks = ks[:-1] + [ko, ki]
         tile = [cx] if cx is not None else []
         if c["order"] == "kxy" or c["split_k"] == 1:

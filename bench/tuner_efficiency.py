@@ -1,0 +1,120 @@
+"""How fast do the tuners find good schedules? Measure a task's space once into a log, then
+replay ``bayes`` and ``random`` from the log over many seeds (no device needed for the
+replay, as Kernel Tuner's simulation mode).
+
+Run: ``python -m bench.tuner_efficiency [--sample 256] [--seeds 10]``. Tasks: a dot
+(batched_matmul), a reduction (softmax's row sum) and a convolution (conv2d_nhwc_3x3) from
+the corpus. Each space is measured completely when it has at most ``--sample`` points, else
+on a uniform sample of that many points, which is then the replayed space for every tuner.
+Writes results/tuner_efficiency.csv and results/tuner_efficiency.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import statistics
+import time
+
+from tqdm.auto import tqdm
+
+import hlotune
+from hlotune.autotune.measure import Measurer
+from hlotune.autotune.task import extract_tasks
+from hlotune.autotune.tuners import get_tuner
+from hlotune.runtime.targets import get_target
+
+from .common import environment, md_table, write_results
+from .corpus_cpu import DATA
+
+CHECKPOINTS = (8, 16, 32, 64)
+
+
+def pick_task(module: str, family: str):
+    m = hlotune.load_hlo(DATA / f"{module}.hlo")
+    tasks = [t for t in extract_tasks(m.outputs, m.params, get_target("cpu")) if t.family == family]
+    return max(tasks, key=lambda t: t.flops)
+
+
+def measure_space(task, sample: int, seed: int = 0) -> dict[str, float | None]:
+    """config key -> median seconds (None: failed) for the whole space or a sample of it."""
+    configs = list(task.space.all_configs())
+    if len(configs) > sample:
+        configs = random.Random(seed).sample(configs, sample)
+    m = Measurer(task, repeat=3, min_repeat_ms=10.0, timeout=20.0)
+    out: dict[str, float | None] = {}
+    try:
+        for k in tqdm(range(0, len(configs), 8), desc=f"measure {task.family}"):
+            for r in m.measure(configs[k:k + 8]):
+                out[json.dumps(r.config, sort_keys=True)] = r.median
+    finally:
+        m.close()
+    return out
+
+
+def replay(tuner: str, task, log: dict, seed: int, n: int, batch: int = 4) -> list[float]:
+    """Best-so-far time after each trial when ``tuner`` draws from the recorded ``log``."""
+    allowed = [json.loads(k) for k in log]
+    t = get_tuner(tuner, task.space, seed, allowed=allowed)
+    best, trace = math.inf, []
+    while len(trace) < n:
+        cs = t.ask(min(batch, n - len(trace)))
+        if not cs:
+            break
+        ys = [log[json.dumps(c, sort_keys=True)] for c in cs]
+        t.tell(cs, [None if y is None else math.log(y) for y in ys])
+        for y in ys:
+            if y is not None:
+                best = min(best, y)
+            trace.append(best)
+    return trace
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--sample", type=int, default=256)
+    ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--trials", type=int, default=64)
+    args = ap.parse_args(argv)
+    env = environment({"sample": args.sample, "seeds": args.seeds})
+    tasks = [("dot", pick_task("batched_matmul", "dot")), ("reduction", pick_task("softmax", "reduction")),
+             ("conv", pick_task("conv2d_nhwc_3x3", "conv"))]
+    rows, table, verdicts = [], [], []
+    for label, task in tasks:
+        t0 = time.perf_counter()
+        log = measure_space(task, args.sample)
+        mtime = time.perf_counter() - t0
+        ok = [v for v in log.values() if v is not None]
+        space_best = min(ok)
+        need = {}
+        for tuner in ("bayes", "random"):
+            traces = [replay(tuner, task, log, s, args.trials) for s in range(args.seeds)]
+            for s, tr in enumerate(traces):
+                for k, v in enumerate(tr):
+                    rows.append({"task": label, "tuner": tuner, "seed": s, "trial": k + 1,
+                                 "best_so_far_s": v, "relative_to_space_best": v / space_best})
+            rel = [[tr[min(c, len(tr)) - 1] / space_best for tr in traces] for c in CHECKPOINTS]
+            within = []
+            for tr in traces:
+                hit = next((k + 1 for k, v in enumerate(tr) if v <= 1.05 * space_best), None)
+                within.append(hit if hit is not None else math.inf)
+            need[tuner] = statistics.median(within)
+            table.append([label, f"{len(log)} of {task.space.size}", tuner]
+                         + [f"{statistics.median(r):.3f}" for r in rel] + [f"{need[tuner]:g}"])
+        verdicts.append(f"{label}: bayes needs {need['bayes']:g} trials (median) to come within 5% of the "
+                        f"space's best, random {need['random']:g} "
+                        f"({'met' if need['bayes'] <= need['random'] / 2 else 'not met'}: target <= half); "
+                        f"space measured in {mtime:.0f} s, {len(log) - len(ok)} failed configs")
+    md = md_table(["task", "configs measured", "tuner"] + [f"best/space best after {c}" for c in CHECKPOINTS]
+                  + ["trials to within 5% (median)"], table)
+    notes = ("Median over seeds 0..{} of the best time found relative to the best time in the measured space "
+             "(1.000 = found the best). ".format(args.seeds - 1) + "\n\n" + "\n".join(f"- {v}" for v in verdicts))
+    write_results("tuner_efficiency", rows, md, env, notes)
+    print(md)
+    print(notes)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""Shared helpers of the DSL / schedule / CPU backend tests: stated tolerances, random inputs and
+"build, run, compare with the reference evaluator" in one call."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+from hlotune.dsl.reference import evaluate
+
+import hlotune
+from hlotune import dsl
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+#: (rtol, atol) per dtype name. Integers and bool compare exactly.
+TOL = {
+    "float16": (1e-3, 1e-3),
+    "bfloat16": (1e-2, 1e-2),
+    "float32": (1e-5, 1e-5),
+    "float64": (1e-12, 1e-12),
+}
+#: float32 matmul / long reductions (K <= 256): summation order differs (FMA, vector lanes).
+MATMUL_F32 = (1e-4, 1e-4)
+
+
+def tol(dtype) -> tuple[float, float]:
+    name = dsl.dtype(dtype).name
+    return TOL.get(name, (0.0, 0.0))
+
+
+def assert_close(got, ref, rtol=None, atol=None, err_msg=""):
+    """Compare one kernel output with its reference: same dtype and shape; floats within the
+    dtype's tolerance (NaN equal to NaN), integers and bool exactly."""
+    got, ref = np.asarray(got), np.asarray(ref)
+    assert got.dtype == ref.dtype, f"{err_msg}: dtype {got.dtype} != reference {ref.dtype}"
+    assert got.shape == ref.shape, f"{err_msg}: shape {got.shape} != reference {ref.shape}"
+    d = dsl.dtype(ref.dtype)
+    if d.is_float:
+        r, a = tol(d)
+        r = r if rtol is None else rtol
+        a = a if atol is None else atol
+        np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=r, atol=a,
+                                   equal_nan=True, err_msg=err_msg)
+    else:
+        np.testing.assert_array_equal(got, ref, err_msg=err_msg)
+
+
+def random_array(shape, dtype, rng: np.random.Generator):
+    d = dsl.dtype(dtype)
+    if d.is_bool:
+        return rng.random(shape) < 0.5
+    if d.is_int:
+        info = np.iinfo(d.np)
+        lo, hi = max(info.min, -100), min(info.max, 100)
+        return rng.integers(lo, hi + 1, size=shape).astype(d.np)
+    return rng.standard_normal(shape).astype(d.np)
+
+
+def random_inputs(outputs, seed=0):
+    g = dsl.Graph(outputs)
+    rng = np.random.default_rng(seed)
+    return [random_array(t.shape, t.dtype, rng) for t in g.inputs]
+
+
+def as_tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def check_schedule(s: hlotune.Schedule, inputs=None, rtol=None, atol=None, seed=0):
+    """Build ``s`` for the CPU, run it on ``inputs`` (random when None) and compare every output
+    with the reference evaluator. Returns the kernel."""
+    outs = list(s.graph.outputs)
+    if inputs is None:
+        inputs = random_inputs(outs, seed)
+    f = hlotune.build(s, target="cpu")
+    got = as_tuple(f(*inputs))
+    ref = evaluate(outs, inputs)
+    assert len(got) == len(ref)
+    for t, g, r in zip(outs, got, ref):
+        assert_close(g, r, rtol, atol, err_msg=f"output {t.name}")
+    return f
+
+
+# ----------------------------------------------------------------------------- workloads
+
+def matmul(M=48, N=40, K=24, dtype="float32", names=("A", "B", "C", "k")):
+    A = dsl.placeholder((M, K), dtype, name=names[0])
+    B = dsl.placeholder((K, N), dtype, name=names[1])
+    k = dsl.reduce_axis(K, name=names[3])
+    return dsl.compute((M, N), lambda i, j: dsl.sum(A[i, k] * B[k, j], axis=k), name=names[2])
+
+
+def row_reduce(kind="sum", M=30, K=50, dtype="float32"):
+    A = dsl.placeholder((M, K), dtype, name="A")
+    k = dsl.reduce_axis(K, name="k")
+    return dsl.compute((M,), lambda i: getattr(dsl, kind)(A[i, k], axis=k), name="R")
+
+
+def exp_chain(n=64):
+    """B = exp(A); C = B + 1 (two elementwise stages)."""
+    A = dsl.placeholder((n,), name="A")
+    B = dsl.compute((n,), lambda i: dsl.exp(A[i]), name="B")
+    C = dsl.compute((n,), lambda i: B[i] + 1.0, name="C")
+    return B, C
+
+
+def conv1d_chain(n=40, r=5):
+    """B = 2*A + 1; C[i] = sum_r B[i + r]: the consumer reads a window of B."""
+    A = dsl.placeholder((n + r - 1,), name="A")
+    B = dsl.compute((n + r - 1,), lambda i: A[i] * 2.0 + 1.0, name="B")
+    rk = dsl.reduce_axis(r, name="r")
+    C = dsl.compute((n,), lambda i: dsl.sum(B[i + rk], axis=rk), name="C")
+    return B, C, rk
+
+
+def argmax_reducer():
+    """(index, value) argmax; ties pick the smallest index (as numpy.argmax)."""
+    def combine(x, y):
+        take = dsl.greater(y[1], x[1]) | (dsl.equal(y[1], x[1]) & dsl.less(y[0], x[0]))
+        return dsl.select(take, y[0], x[0]), dsl.select(take, y[1], x[1])
+
+    def identity(dts):
+        return dsl.const(-1, dts[0]), dsl.const(float("-inf"), dts[1])
+
+    return dsl.comm_reducer(combine, identity, "argmax")
