@@ -65,7 +65,7 @@ def main(argv=None):
         if not (ok_ours and ok_xla):
             table.append([name, "-", "-", "-", f"answer mismatch (hlotune ok={ok_ours}, xla ok={ok_xla})"])
             continue
-        times = interleaved({"hlotune": lambda: cm(*ins), "xla": xla}, repeats=args.repeats)
+        times = interleaved({"hlotune": lambda cm=cm, ins=ins: cm(*ins), "xla": xla}, repeats=args.repeats)
         per_pair = [x / h for h, x in zip(times["hlotune"], times["xla"])]
         r = statistics.median(per_pair)
         ratios.append(r)

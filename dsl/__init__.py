@@ -17,7 +17,8 @@ from .tensor import max as _rmax
 from .tensor import min as _rmin
 from .tensor import prod, sum  # noqa: A004
 
-__all__ = ["DType", "dtype", "dtypes", "Expr", "IterVar", "Tensor", "Graph", "ComputeOp",
+__all__ = ["DType", "dtype", "dtypes", "Expr", "IterVar", "Tensor", "Graph", "ComputeOp", "ExternOp", "extern",
+           "DSLError", "as_expr",
            "PlaceholderOp", "Op", "GroupOp", "placeholder", "compute", "reduce_axis", "comm_reducer",
            "sum", "prod", "max", "min", "const", "cast", "bitcast", "select", "exp", "expm1", "log",
            "log1p", "tanh", "sqrt", "rsqrt", "cbrt", "erf", "sin", "cos", "tan", "abs", "sign", "floor",

@@ -76,6 +76,15 @@ def cmd_run(args) -> int:
     t2 = time.perf_counter()
     print(f"{m.signature}")
     print(f"target {cm.target}: {len(cm.kernels)} kernel(s), compiled in {t1 - t0:.2f}s, ran in {(t2 - t1) * 1e3:.2f}ms")
+    if args.repeat:
+        import statistics
+        ts = []
+        for _ in range(args.repeat):
+            a = time.perf_counter()
+            cm(*ins)
+            ts.append(time.perf_counter() - a)
+        print(f"time per call: median {statistics.median(ts) * 1e3:.3f} ms, min {min(ts) * 1e3:.3f} ms "
+              f"over {args.repeat} calls")
     if args.out:
         np.savez(args.out, **{f"out{k}": o for k, o in enumerate(outs)})
         print(f"wrote {len(outs)} output(s) to {args.out}")
@@ -156,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--rtol", type=float, help="relative tolerance for --check (default per dtype)")
     r.add_argument("--atol", type=float, help="absolute tolerance for --check (default per dtype)")
     r.add_argument("--db", help="use the best tuned configs from this tuning database")
+    r.add_argument("--repeat", type=int, default=0, help="time this many calls and print the median")
     r.set_defaults(fn=cmd_run)
     t = sub.add_parser("tune", help="tune every kernel of an HLO module, recording trials in a database")
     t.add_argument("module", help="HLO text file (.hlo)")
