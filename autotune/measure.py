@@ -123,11 +123,12 @@ class Measurer:
     once (numpy reference evaluator) and handed to the worker as .npy files."""
 
     def __init__(self, task: Task, repeat: int = 5, min_repeat_ms: float = 20.0, timeout: float = 20.0,
-                 build_workers: int | None = None, seed: int = 0):
+                 build_workers: int | None = None, seed: int = 0, compile_timeout: float = 60.0):
         self.task = task
         self.repeat = repeat
         self.min_repeat_ms = min_repeat_ms
         self.timeout = timeout
+        self.compile_timeout = compile_timeout
         self.build_workers = build_workers or os.cpu_count() or 1
         self.dir = tempfile.TemporaryDirectory(prefix="hlotune_measure_")
         self.worker = Worker()
@@ -156,7 +157,7 @@ class Measurer:
         except (ScheduleError, ConfigError, LoweringError, DSLError) as e:
             return _Built(config or {}, [], failure="invalid", message=str(e))
         try:
-            so = compile_c(src, self.task.target.compiler)
+            so = compile_c(src, self.task.target.compiler, timeout=self.compile_timeout)
         except CompileError as e:
             return _Built(config or {}, steps, failure="compile_error", message=str(e))
         return _Built(config or {}, steps, so=str(so))

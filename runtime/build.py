@@ -1,4 +1,4 @@
-"""``build(schedule, target)``: lower, render, compile, load; returns a callable Kernel."""
+"""``build(schedule, target)``: lower, render, compile, load; returns a callable kernel."""
 
 from __future__ import annotations
 
@@ -13,18 +13,14 @@ from .targets import Target, get_target
 from .timing import TimingResult, measure
 
 
-class Kernel:
-    """A compiled kernel: call it on numpy arrays (inputs, optionally then outputs).
+class KernelBase:
+    """What every backend's kernel shares: the lowered function, its source, and argument
+    checking (``prepare``: inputs converted where safe, outputs allocated when not given)."""
 
-    With only the inputs given, outputs are allocated and returned (one array, or a tuple).
-    ``.source`` is the generated code; ``.time(*args)`` measures it.
-    """
-
-    def __init__(self, fn: LoweredFunc, source: str, lib: Library, target: Target):
+    def __init__(self, fn: LoweredFunc, source: str, target: Target):
         self.lowered = fn
         self.source = source
         self.target = target
-        self._lib = lib
         self.inputs = fn.args[:fn.num_inputs]
         self.outputs = fn.args[fn.num_inputs:]
 
@@ -61,6 +57,21 @@ class Kernel:
             outs = [self._check(nin + k, a, b, True) for k, (a, b) in enumerate(zip(args[nin:], self.outputs))]
         return ins, outs
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.lowered.name}, target={self.target})"
+
+
+class Kernel(KernelBase):
+    """A compiled CPU kernel: call it on numpy arrays (inputs, optionally then outputs).
+
+    With only the inputs given, outputs are allocated and returned (one array, or a tuple).
+    ``.source`` is the generated code; ``.time(*args)`` measures it.
+    """
+
+    def __init__(self, fn: LoweredFunc, source: str, lib: Library, target: Target):
+        super().__init__(fn, source, target)
+        self._lib = lib
+
     def __call__(self, *args):
         ins, outs = self.prepare(args)
         ptrs = self._lib.pack(ins + outs)
@@ -74,17 +85,18 @@ class Kernel:
         ptrs = self._lib.pack(ins + outs)
         return measure(lambda n: self._lib.bench(ptrs, n), repeat, min_repeat_ms, number)
 
-    def __repr__(self) -> str:
-        return f"Kernel({self.lowered.name}, target={self.target})"
 
-
-def build(schedule, target="cpu", name: str = "kernel") -> Kernel:
-    """Compile ``schedule`` (a Schedule, or tensors for the default schedule) for ``target``."""
+def build(schedule, target="cpu", name: str = "kernel") -> KernelBase:
+    """Compile ``schedule`` (a Schedule, or tensors for the default schedule) for ``target``
+    (``cpu``, ``opencl[:P:D|:NAME]`` or a Target)."""
     if not isinstance(schedule, Schedule):
         schedule = Schedule(schedule)
     t = get_target(target)
     fn = schedule.lower() if name == "kernel" else __import__(
         "hlotune.schedules.lower", fromlist=["lower"]).lower(schedule, name)
+    if t.kind == "opencl":
+        from .opencl import build_opencl
+        return build_opencl(fn, t)
     src = render_c(fn)
     lib = Library(compile_c(src, t.compiler))
     return Kernel(fn, src, lib, t)

@@ -8,6 +8,7 @@ import hashlib
 import logging
 import os
 import shlex
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -62,10 +63,16 @@ def compile_c(source: str, compiler: CCompiler | None = None, timeout: float = 3
         tmp_so = Path(tmp) / "kernel.so"
         cmd = [compiler.cc, *compiler.flags, str(src), "-o", str(tmp_so), "-lm"]
         log.debug("compiling: %s", shlex.join(cmd))
+        # own process group, so a timeout also ends the compiler's children (cc1, as)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             start_new_session=True)
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            _, err = p.communicate(timeout=timeout)
         except subprocess.TimeoutExpired as e:
-            raise CompileError(f"C compiler timed out after {timeout}s", "", source) from e
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            raise CompileError(f"C compiler timed out after {timeout:g}s", "", source) from e
+        r = subprocess.CompletedProcess(cmd, p.returncode, "", err)
         if r.returncode != 0:
             raise CompileError(f"C compilation failed ({compiler.cc}):\n{r.stderr[-4000:]}", r.stderr, source)
         os.replace(tmp_so, out)  # atomic: concurrent builders agree

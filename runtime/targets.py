@@ -55,12 +55,16 @@ class Target:
 
 
 def get_target(spec) -> Target:
-    """``'cpu'`` (or a Target) -> Target; unknown names raise TargetError."""
+    """``'cpu'``, ``'opencl[:P:D|:NAME]'`` (or a Target) -> Target; unknown or unavailable
+    targets raise TargetError."""
     if isinstance(spec, Target):
         return spec
     name = str(spec).strip().lower()
     if name in ("cpu", "c", "llvm", "host"):
         return Target("cpu", cpu_model())
-    if name.split(":")[0] in ("opencl", "cuda"):
-        raise TargetError(f"target '{spec}' is not available in this build of hlotune yet; use 'cpu'")
+    if name.split(":")[0] == "opencl":
+        from .opencl import opencl_target
+        return opencl_target(str(spec).strip())
+    if name.split(":")[0] == "cuda":
+        raise TargetError(f"target '{spec}' is not available in this build of hlotune yet; use 'cpu' or 'opencl'")
     raise TargetError(f"unknown target '{spec}'; expected 'cpu', 'opencl[:P:D]' or 'cuda[:N]'")

@@ -52,6 +52,8 @@ class CStyleRenderer:
     half_type = "_Float16"           # storage type of float16
     float_suffix = "f"
     int64_type = "int64_t"
+    ll_suffix, ull_suffix = "LL", "ULL"   # 64-bit integer literals
+    reserved = RESERVED
 
     def __init__(self):
         self.names: dict[int, str] = {}
@@ -65,7 +67,7 @@ class CStyleRenderer:
             base = re.sub(r"[^0-9a-zA-Z_]", "_", hint) or "v"
             if base[0].isdigit():
                 base = "v" + base
-            if base in RESERVED or base.startswith(("hl_", "__", "omp_")):
+            if base in self.reserved or base.startswith(("hl_", "__", "omp_")):
                 base += "_"
             nm, n = base, 0
             while nm in self.used:
@@ -112,7 +114,7 @@ class CStyleRenderer:
         if d.kind == "i" and d.bits == 64 and -(2**31) < v < 2**31:
             return str(v) if v >= 0 else f"({v})"
         if d.bits == 64:
-            return f"(({t}){v}{'ULL' if d.kind == 'u' else 'LL'})"
+            return f"(({t}){v}{self.ull_suffix if d.kind == 'u' else self.ll_suffix})"
         return f"(({t}){v}{'u' if d.kind == 'u' else ''})"
 
     def round16(self, s: str, d: DType) -> str:

@@ -131,6 +131,10 @@ class Tiled(Template):
 
     def steps(self, s, st, c, threads):
         check(st.op.num_outputs == 1, f"tiled: stage '{st.name}' has several outputs")
+        body = c["tile_x"] if c["unroll_x"] else 1
+        body *= c["split_k"] if c["order"] == "xky" else 1
+        check(body <= 128, f"tiled: unrolled body of {body} tile rows x k steps is too large to compile "
+              "(tile_x with unroll_x, times split_k with order xky, must be <= 128)")
         d = _data(st)
         out = st.op.output(0)
         cc = s.cache_write(out, "local") if c["cache_write"] else None

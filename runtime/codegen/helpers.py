@@ -1,0 +1,96 @@
+"""Helper-function text shared by the C-family backends, parameterized by the backend's type
+names: XLA's semantics where C's differ (integer division and remainder by zero and overflow,
+shifts by the bit width or more, saturating float -> int casts, NaN-propagating max/min) and
+numpy's float floor division. Each backend adds its own bit-level conversions (bf16, f16,
+bitcasts between floats and ints) since C uses ``memcpy`` and OpenCL ``as_<type>``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+def _c_popcnt(t: str, u: str, bits: int) -> str:
+    return f"({t})__builtin_popcountll((uint64_t)({u})a)"
+
+
+def _c_clz(t: str, u: str, bits: int) -> str:
+    return f"a == 0 ? {bits} : ({t})(__builtin_clzll((uint64_t)({u})a) - {64 - bits})"
+
+
+@dataclass(frozen=True)
+class HelperTypes:
+    """Type names and idioms of one backend. ``ints``: suffix -> (type, bits, signed);
+    ``floats``: suffix -> (type, libm suffix, e.g. ``f`` for ``fmodf``; ``""`` for overloads)."""
+
+    inline: str = "HL_INLINE"
+    ints: dict = field(default_factory=lambda: {
+        "i8": ("int8_t", 8, True), "i16": ("int16_t", 16, True), "i32": ("int32_t", 32, True),
+        "i64": ("int64_t", 64, True), "u8": ("uint8_t", 8, False), "u16": ("uint16_t", 16, False),
+        "u32": ("uint32_t", 32, False), "u64": ("uint64_t", 64, False)})
+    floats: dict = field(default_factory=lambda: {"f32": ("float", "f"), "f64": ("double", "")})
+    ll: str = "LL"                     # 64-bit literal suffixes
+    ull: str = "ULL"
+    f2i_arg: str = "double"            # argument type of the saturating float -> int casts
+    popcnt: Callable[[str, str, int], str] = _c_popcnt
+    clz: Callable[[str, str, int], str] = _c_clz
+
+    def unsigned(self, bits: int) -> str:
+        return next(t for t, b, s in self.ints.values() if b == bits and not s)
+
+
+def float_helpers(ty: HelperTypes) -> list[str]:
+    """NaN-propagating max/min, sign, numpy's floor division and floor modulo per float type."""
+    out = []
+    for s, (t, f) in ty.floats.items():
+        out.append(f"""{ty.inline} {t} hl_max_{s}({t} a, {t} b) {{ return (a > b || a != a) ? a : b; }}
+{ty.inline} {t} hl_min_{s}({t} a, {t} b) {{ return (a < b || a != a) ? a : b; }}
+{ty.inline} {t} hl_sign_{s}({t} a) {{ return a != a ? a : (a > 0) - (a < 0); }}
+{ty.inline} {t} hl_floordiv_{s}({t} a, {t} b) {{  /* numpy's floor_divide (npy_divmod) */
+  if (b == 0) return a / b;
+  {t} mod = fmod{f}(a, b); {t} div = (a - mod) / b;
+  if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
+  if (div != 0) {{ {t} fl = floor{f}(div); return (div - fl > 0.5) ? fl + 1 : fl; }}
+  return copysign{f}(0, a / b);
+}}
+{ty.inline} {t} hl_floormod_{s}({t} a, {t} b) {{ {t} r = fmod{f}(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : (r == 0 ? copysign{f}(0, b) : r); }}
+""")
+    return out
+
+
+def int_helpers(ty: HelperTypes) -> list[str]:
+    """Division, remainder, floor division/modulo, shifts, abs, sign, pow, popcount, clz and
+    saturating float -> int conversion per integer type (XLA semantics)."""
+    out = []
+    u64, i64 = ty.unsigned(64), ty.ints["i64"][0]
+    inl = ty.inline
+    for s, (t, bits, signed) in ty.ints.items():
+        u = ty.unsigned(bits)
+        lo = f"(({t})(-{2**(bits-1) - 1}{ty.ll} - 1))" if signed else "0"
+        hi = f"(({t}){2**(bits-1) - 1}{ty.ll})" if signed else f"(({t}){2**bits - 1}{ty.ull})"
+        ovf = f"|| (a == {lo} && b == -1)" if signed else ""
+        out.append(f"""{inl} {t} hl_div_{s}({t} a, {t} b) {{ return b == 0 ? ({t})-1 : ((0 {ovf}) ? a : ({t})(a / b)); }}
+{inl} {t} hl_rem_{s}({t} a, {t} b) {{ return b == 0 ? a : ((0 {ovf}) ? 0 : ({t})(a % b)); }}
+{inl} {t} hl_floordiv_{s}({t} a, {t} b) {{ if (b == 0) return ({t})-1; {t} q = hl_div_{s}(a, b); return ({t})(((a % b) != 0 && ((a < 0) != (b < 0))) ? q - 1 : q); }}
+{inl} {t} hl_floormod_{s}({t} a, {t} b) {{ if (b == 0) return a; {t} r = hl_rem_{s}(a, b); return ({t})((r != 0 && ((r < 0) != (b < 0))) ? r + b : r); }}
+{inl} {t} hl_shl_{s}({t} a, {t} b) {{ return (({u64})({i64})b >= {bits}u) ? 0 : ({t})(({u})a << b); }}
+{inl} {t} hl_shrl_{s}({t} a, {t} b) {{ return (({u64})({i64})b >= {bits}u) ? 0 : ({t})(({u})a >> b); }}
+{inl} {t} hl_shra_{s}({t} a, {t} b) {{ if (({u64})({i64})b >= {bits}u) return {"(a < 0 ? -1 : 0)" if signed else "0"}; return ({t})(a >> b); }}
+{inl} {t} hl_abs_{s}({t} a) {{ return {"a < 0 ? (" + t + ")(-(" + u + ")a) : a" if signed else "a"}; }}
+{inl} {t} hl_sign_{s}({t} a) {{ return ({t})((a > 0) - {"(a < 0)" if signed else "0"}); }}
+{inl} {t} hl_pow_{s}({t} a, {t} b) {{ if (b < 0) return a == 1 ? 1 : (a == ({t})-1 ? ((b & 1) ? ({t})-1 : 1) : 0); {u} r = 1, x = ({u})a; {u64} e = ({u64})b; while (e) {{ if (e & 1) r *= x; x *= x; e >>= 1; }} return ({t})r; }}
+{inl} {t} hl_popcnt_{s}({t} a) {{ return {ty.popcnt(t, u, bits)}; }}
+{inl} {t} hl_clz_{s}({t} a) {{ return {ty.clz(t, u, bits)}; }}
+{inl} {t} hl_f2i_{s}({ty.f2i_arg} x) {{ if (x != x) return 0; if (x <= ({ty.f2i_arg}){lo}) return {lo}; if (x >= ({ty.f2i_arg}){hi}) return {hi}; return ({t})x; }}
+""")
+    return out
+
+
+def int_bitcasts(ty: HelperTypes) -> list[str]:
+    """Bitcasts between integer types of the same width (plain casts: two's complement)."""
+    out = []
+    for a, (ta, ba, _) in ty.ints.items():
+        for b, (tb, bb, _) in ty.ints.items():
+            if a != b and ba == bb:
+                out.append(f"{ty.inline} {tb} hl_bitcast_{a}_{b}({ta} x) {{ return ({tb})x; }}\n")
+    return out

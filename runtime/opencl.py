@@ -1,0 +1,290 @@
+"""The OpenCL device runtime (pyopencl): device selection by spec, one context and in-order
+profiling queue per device, a program cache, and kernels callable on numpy arrays.
+
+Specs: ``opencl`` (the first GPU, else the first device), ``opencl:P`` / ``opencl:P:D``
+(platform P, device D), ``opencl:NAME`` (the first device whose device, vendor or platform name
+contains NAME, case-insensitive; e.g. ``opencl:pocl``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import platform as _platform
+import warnings
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..dsl.errors import CompileError, DeviceError, MissingDependencyError, TargetError
+from ..schedules.loops import LoweredFunc
+from .build import KernelBase
+from .codegen.opencl import Program, render_opencl
+from .targets import Target
+from .timing import TimingResult, measure
+
+log = logging.getLogger(__name__)
+
+
+def _cl():
+    try:
+        import pyopencl
+    except ImportError as e:
+        raise MissingDependencyError("pyopencl", "opencl") from e
+    return pyopencl
+
+
+@lru_cache(maxsize=None)
+def devices() -> tuple:
+    """``(platform_index, device_index, device)`` of every OpenCL device."""
+    cl = _cl()
+    try:
+        plats = cl.get_platforms()
+    except cl.Error as e:   # no ICD loader / no platform installed
+        log.debug("no OpenCL platforms: %s", e)
+        return ()
+    out = []
+    for pi, p in enumerate(plats):
+        try:
+            devs = p.get_devices()
+        except cl.Error:
+            devs = []
+        out.extend((pi, di, d) for di, d in enumerate(devs))
+    return tuple(out)
+
+
+def _names(d) -> str:
+    p = d.platform
+    return " ".join([d.name, d.vendor, p.name, p.vendor, p.version]).lower()
+
+
+def select_device(spec: str):
+    """The ``(platform_index, device_index, device)`` that ``spec`` names (see module docstring)."""
+    cl = _cl()
+    parts = [p.strip() for p in spec.split(":")[1:]]
+    parts = [] if parts == [""] else parts
+    devs = devices()
+    if not devs:
+        raise TargetError(f"target '{spec}': no OpenCL device found; install a driver (pip install "
+                          "pocl-binary-distribution gives a CPU device)")
+    listing = "; ".join(f"opencl:{pi}:{di} = {d.name.strip()} ({d.platform.name.strip()})" for pi, di, d in devs)
+    if not parts:
+        gpus = [x for x in devs if x[2].type & cl.device_type.GPU]
+        return (gpus or list(devs))[0]
+    if len(parts) <= 2 and all(p.isdigit() for p in parts):
+        pi, di = int(parts[0]), int(parts[1]) if len(parts) == 2 else 0
+        for x in devs:
+            if x[:2] == (pi, di):
+                return x
+        raise TargetError(f"target '{spec}': no OpenCL device {pi}:{di}; available: {listing}")
+    if len(parts) == 1:
+        for x in devs:
+            if parts[0].lower() in _names(x[2]):
+                return x
+        raise TargetError(f"target '{spec}': no OpenCL device matches '{parts[0]}'; available: {listing}")
+    raise TargetError(f"target '{spec}': expected 'opencl', 'opencl:P', 'opencl:P:D' or 'opencl:NAME'")
+
+
+@dataclass(frozen=True)
+class OpenCLTarget(Target):
+    """An OpenCL device, with what identifies it (``key``) and what ran (``provenance``)."""
+
+    platform_index: int = 0
+    device_index: int = 0
+    platform: str = ""
+    driver_version: str = ""
+    opencl_version: str = ""
+    compute_units: int = 0
+    max_work_group_size: int = 0
+    max_work_item_sizes: tuple = ()
+    local_mem_size: int = 0
+    global_mem_size: int = 0
+    extensions: tuple = ()
+    correctly_rounded_div_sqrt: bool = False
+
+    @property
+    def fp16(self) -> bool:
+        return "cl_khr_fp16" in self.extensions
+
+    @property
+    def fp64(self) -> bool:
+        return "cl_khr_fp64" in self.extensions
+
+    @property
+    def build_options(self) -> tuple[str, ...]:
+        return ("-cl-fp32-correctly-rounded-divide-sqrt",) if self.correctly_rounded_div_sqrt else ()
+
+    @property
+    def provenance(self) -> dict:
+        return {"kind": self.kind, "device": self.device, "platform": self.platform,
+                "driver_version": self.driver_version, "opencl_version": self.opencl_version,
+                "compute_units": self.compute_units, "max_work_group_size": self.max_work_group_size,
+                "local_mem_size": self.local_mem_size, "global_mem_size": self.global_mem_size,
+                "build_options": list(self.build_options), "host": _platform.node(),
+                "index": f"{self.platform_index}:{self.device_index}"}
+
+    @property
+    def key(self) -> str:
+        ident = {k: v for k, v in self.provenance.items() if k not in ("host", "index")}
+        return "opencl-" + hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
+
+    def __str__(self) -> str:
+        return f"opencl:{self.platform_index}:{self.device_index}"
+
+
+def opencl_target(spec: str = "opencl") -> OpenCLTarget:
+    """The OpenCLTarget that ``spec`` names; TargetError lists the devices when none matches."""
+    cl = _cl()
+    pi, di, d = select_device(spec)
+    crdiv = bool(d.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
+    return OpenCLTarget("opencl", d.name.strip(), threads=d.max_compute_units, platform_index=pi,
+                        device_index=di, platform=d.platform.name.strip(), driver_version=d.driver_version,
+                        opencl_version=d.version, compute_units=d.max_compute_units,
+                        max_work_group_size=d.max_work_group_size,
+                        max_work_item_sizes=tuple(d.max_work_item_sizes), local_mem_size=d.local_mem_size,
+                        global_mem_size=d.global_mem_size, extensions=tuple(d.extensions.split()),
+                        correctly_rounded_div_sqrt=crdiv)
+
+
+class DeviceContext:
+    """One context and in-order profiling queue per device, with its built programs."""
+
+    def __init__(self, device):
+        cl = _cl()
+        self.device = device
+        self.context = cl.Context([device])
+        self.queue = cl.CommandQueue(self.context, device,
+                                     properties=cl.command_queue_properties.PROFILING_ENABLE)
+        self.programs: dict[str, object] = {}
+
+    def program(self, target: OpenCLTarget, source: str):
+        """The built program of ``source``; cached by source, options, device and driver."""
+        cl = _cl()
+        opts = list(target.build_options)
+        key = hashlib.sha256("\0".join([source, *opts, target.device, target.platform,
+                                        target.driver_version]).encode()).hexdigest()
+        prg = self.programs.get(key)
+        if prg is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # pyopencl warns on any non-empty build log
+                try:
+                    prg = cl.Program(self.context, source).build(options=opts)
+                except cl.Error as e:
+                    raise CompileError(f"OpenCL build failed on {target.device}:\n{str(e)[-4000:]}",
+                                       str(e), source) from e
+            blog = prg.get_build_info(self.device, cl.program_build_info.LOG).strip()
+            if blog:
+                log.debug("OpenCL build log: %s", blog[:2000])
+            self.programs[key] = prg
+        return prg
+
+
+@lru_cache(maxsize=None)
+def device_context(platform_index: int, device_index: int) -> DeviceContext:
+    for pi, di, d in devices():
+        if (pi, di) == (platform_index, device_index):
+            return DeviceContext(d)
+    raise TargetError(f"no OpenCL device {platform_index}:{device_index}")
+
+
+def _bytes(a: np.ndarray) -> np.ndarray:
+    """A uint8 view (bool, bf16 and 0-d arrays copy through the buffer protocol this way)."""
+    return a.reshape(-1).view(np.uint8)
+
+
+class OpenCLKernel(KernelBase):
+    """A compiled OpenCL program: call it on numpy arrays like the CPU Kernel. Device buffers
+    (arguments and scratch) are allocated on the first call and reused; ``.time(*args)``
+    sums the kernels' profiled durations per call, keeping every repeat."""
+
+    def __init__(self, fn: LoweredFunc, program: Program, target: OpenCLTarget, ctx: DeviceContext):
+        super().__init__(fn, program.source, target)
+        cl = _cl()
+        self.program = program
+        self._ctx = ctx
+        prg = ctx.program(target, program.source)
+        self._kernels = [cl.Kernel(prg, ln.name) for ln in program.launches]
+        self._bufs: dict[int, object] | None = None
+
+    @property
+    def launches(self):
+        return self.program.launches
+
+    def _ensure(self) -> None:
+        if self._bufs is not None:
+            return
+        cl = _cl()
+        flags = cl.mem_flags.READ_WRITE
+        sizes = {id(b): b.size * b.dtype.itemsize for b in self.lowered.args}
+        sizes.update({id(sc): sc.nbytes for sc in self.program.scratch})
+        try:
+            bufs = {k: cl.Buffer(self._ctx.context, flags, max(n, 4)) for k, n in sizes.items()}
+            for k, ln in zip(self._kernels, self.launches):
+                k.set_args(*[bufs[id(a)] for a in ln.args])
+        except cl.Error as e:
+            raise DeviceError(f"allocating {sum(sizes.values())} bytes of buffers for '{self.lowered.name}' "
+                              f"on {self.target.device} failed: {e}") from e
+        self._bufs = bufs
+
+    def _launch(self) -> list:
+        cl = _cl()
+        evs = []
+        for k, ln in zip(self._kernels, self.launches):
+            if math.prod(ln.global_size) == 0:
+                continue
+            try:
+                evs.append(cl.enqueue_nd_range_kernel(self._ctx.queue, k, ln.global_size, ln.local_size))
+            except cl.Error as e:
+                raise DeviceError(f"launching '{ln.name}' (global {ln.global_size}, local {ln.local_size}) on "
+                                  f"{self.target.device} failed: {e}") from e
+        return evs
+
+    def _upload(self, ins) -> None:
+        cl = _cl()
+        for a, b in zip(ins, self.inputs):
+            if a.nbytes:
+                cl.enqueue_copy(self._ctx.queue, self._bufs[id(b)], _bytes(a), is_blocking=False)
+
+    def __call__(self, *args):
+        cl = _cl()
+        ins, outs = self.prepare(args)
+        self._ensure()
+        q = self._ctx.queue
+        self._upload(ins)
+        self._launch()
+        try:
+            for o, b in zip(outs, self.outputs):
+                if o.nbytes:
+                    cl.enqueue_copy(q, _bytes(o), self._bufs[id(b)], is_blocking=False)
+            q.finish()
+        except cl.Error as e:
+            raise DeviceError(f"running '{self.lowered.name}' on {self.target.device} failed: {e}") from e
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def time(self, *args, repeat: int = 10, min_repeat_ms: float = 50.0, number: int | None = None) -> TimingResult:
+        """Seconds per call (the sum of its kernels' profiled durations): ``repeat`` repeats of
+        ``number`` calls each (chosen so a repeat lasts ``min_repeat_ms``); every repeat is kept."""
+        ins, _ = self.prepare(args)
+        if not any(math.prod(ln.global_size) for ln in self.launches):
+            return TimingResult((0.0,) * repeat, 1)
+        self._ensure()
+        self._upload(ins)
+        self._ctx.queue.finish()
+
+        def run_n(n: int) -> float:
+            evs = [e for _ in range(n) for e in self._launch()]
+            self._ctx.queue.finish()
+            return sum(e.profile.end - e.profile.start for e in evs) * 1e-9
+
+        return measure(run_n, repeat, min_repeat_ms, number)
+
+
+def build_opencl(fn: LoweredFunc, target: OpenCLTarget) -> OpenCLKernel:
+    """Render ``fn`` for ``target``'s device, build it (cached) and wrap it as a kernel."""
+    prog = render_opencl(fn, fp16=target.fp16, fp64=target.fp64,
+                         max_work_group_size=target.max_work_group_size or None,
+                         max_work_item_sizes=target.max_work_item_sizes or None, device=f"'{target.device}'")
+    return OpenCLKernel(fn, prog, target, device_context(target.platform_index, target.device_index))
