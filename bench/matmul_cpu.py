@@ -16,13 +16,9 @@ from hlotune import dsl
 from .common import environment, interleaved, md_table, write_results
 
 
-def tiled(M, N, K, bm=8, bn=64):
-    """Tiling + cache_write (a bm x bn accumulator tile) + vectorize + parallel."""
-    A = dsl.placeholder((M, K), "float32", name="A")
-    B = dsl.placeholder((K, N), "float32", name="B")
-    k = dsl.reduce_axis(K, name="k")
-    C = dsl.compute((M, N), lambda i, j: dsl.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = hlotune.Schedule(C)
+def _tile(s, C, bm, bn):
+    """An bm x bn accumulator tile (cache_write) computed at the tile loop, k outermost in the
+    tile, rows unrolled, columns vectorized, the fused tile loops parallel."""
     CC = s.cache_write(C, "local")
     io, jo, ii, ji = s.tile(C.axis[0], C.axis[1], bm, bn)
     s.compute_at(CC, jo)
@@ -32,6 +28,16 @@ def tiled(M, N, K, bm=8, bn=64):
     s.vectorize(cj)
     s.parallel(s.fuse(io, jo))
     s.vectorize(ji)
+
+
+def tiled(M, N, K, bm=8, bn=64):
+    """Tiling + cache_write + vectorize + parallel on the plain matmul."""
+    A = dsl.placeholder((M, K), "float32", name="A")
+    B = dsl.placeholder((K, N), "float32", name="B")
+    k = dsl.reduce_axis(K, name="k")
+    C = dsl.compute((M, N), lambda i, j: dsl.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = hlotune.Schedule(C)
+    _tile(s, C, bm, bn)
     return s
 
 
@@ -43,15 +49,7 @@ def packed(M, N, K, bm=8, bn=64):
     k = dsl.reduce_axis(K, name="k")
     C = dsl.compute((M, N), lambda i, j: dsl.sum(A[i, k] * PB[j // bn, k, j % bn], axis=k), name="C")
     s = hlotune.Schedule(C)
-    CC = s.cache_write(C, "local")
-    io, jo, ii, ji = s.tile(C.axis[0], C.axis[1], bm, bn)
-    s.compute_at(CC, jo)
-    ci, cj = CC.op.axis
-    s.reorder(CC.op.reduce_axis[0], ci, cj)
-    s.unroll(ci)
-    s.vectorize(cj)
-    s.parallel(s.fuse(io, jo))
-    s.vectorize(ji)
+    _tile(s, C, bm, bn)
     x, _, z = PB.op.axis
     s.parallel(x)
     s.vectorize(z)

@@ -109,8 +109,11 @@ def cmd_tune(args) -> int:
     from .autotune.tune import summary_table
     m = load_hlo(args.module)
     t0 = time.perf_counter()
+    opts = {}
+    if args.tuner == "bayes":
+        opts = {"base_estimator": args.estimator, "acq_func": args.acq}
     res = tune(m, target=args.target, trials=args.trials, db=args.db, tuner=args.tuner, seed=args.seed,
-               progress=not args.quiet, batch=args.batch, timeout=args.timeout)
+               progress=not args.quiet, batch=args.batch, timeout=args.timeout, tuner_options=opts)
     print(f"tuned {m.name} on {args.target}: {len(res)} task(s), {args.trials} trial budget, "
           f"{time.perf_counter() - t0:.1f}s; database {args.db}")
     print(summary_table(res))
@@ -175,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--tuner", default="bayes", help="bayes (default), random or grid")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--batch", type=int, default=4, help="candidates per round")
+    t.add_argument("--estimator", default="GP", choices=["GP", "RF", "ET", "GBRT"], help="bayes: surrogate model")
+    t.add_argument("--acq", default="gp_hedge", choices=["gp_hedge", "EI", "PI", "LCB"], help="bayes: acquisition")
     t.add_argument("--timeout", type=float, default=20.0, help="seconds before a candidate is a timeout")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     t.set_defaults(fn=cmd_tune)

@@ -19,7 +19,7 @@ from ..dsl.tensor import Graph, input_tensors
 from .schedule import Schedule, Stage
 
 _EXPENSIVE = {Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.TANH, Op.ERF, Op.SIN, Op.COS, Op.TAN, Op.POW,
-              Op.SQRT, Op.RSQRT, Op.CBRT, Op.ATAN2, Op.DIV, Op.REM}
+              Op.SQRT, Op.RSQRT, Op.CBRT, Op.ATAN2}
 
 #: Work (output elements x reduction extent) below which a stage runs on one thread.
 PARALLEL_MIN_WORK = 1 << 15
@@ -45,6 +45,15 @@ def _reuse(producer: Stage, reader: Stage) -> int:
     for v in reader.op.axis + reader.op.reduce_axis:
         if v not in used:
             n *= v.extent
+    return n
+
+
+def _contiguous_in(st: Stage, v) -> int:
+    """How many loads of the stage's body have ``v`` in their last (contiguous) index."""
+    n = 0
+    for e in walk(st.op.body):
+        if e.op is Op.LOAD and e.src and any(x.op is Op.VAR and x.arg is v for x in walk([e.src[-1]])):
+            n += 1
     return n
 
 
@@ -97,7 +106,10 @@ def loop_default(s: Schedule, st: Stage, threads: int | None = None) -> None:
     for v in st.leaf:
         work *= max(v.extent, 1)
     vec = None
-    if data and data[-1].extent >= 4 and (not red or (len(data) >= 2 and data[-1].extent >= 8)):
+    if red and red[-1].extent >= 8 and simd_reducible(st) and _contiguous_in(st, red[-1]) > \
+            (_contiguous_in(st, data[-1]) if data else -1):
+        vec = red[-1]   # the inputs are contiguous along the reduction: a SIMD reduction
+    elif data and data[-1].extent >= 4 and (not red or (len(data) >= 2 and data[-1].extent >= 8)):
         if red:
             s.reorder(*data[:-1], *red, data[-1])
         vec = data[-1]

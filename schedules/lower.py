@@ -140,18 +140,7 @@ class _Lowerer:
         """Loop nest computing stage ``st``; ``dom`` maps each data axis to the region computed
         (None: the whole axis)."""
         op = st.op
-        ext: dict[IterVar, int] = {}
-        for v in op.axis:
-            ext[v] = dom[v].ext if dom else v.extent
-        for v in op.reduce_axis:
-            ext[v] = v.extent
-        for r in st.relations:
-            if isinstance(r, SplitRel):
-                e = ext[r.parent]
-                f = min(r.factor, e)
-                ext[r.inner], ext[r.outer] = f, -(-e // f)
-            else:
-                ext[r.fused] = ext[r.outer] * ext[r.inner]
+        ext = _extents(st, [dom[v].ext for v in op.axis] if dom else None)
         val: dict[IterVar, Expr] = {v: v.var for v in st.leaf}
         tails: list[SplitRel] = []
         for r in reversed(st.relations):
@@ -305,20 +294,9 @@ class _Lowerer:
         k = cons.leaf.index(at)
         free = set(cons.leaf[k + 1:])
         env: dict[IterVar, Interval] = {}
-        ext = {}
         op = cons.op
         reg = self.regions.get(cons.name)
-        for v in op.axis:
-            ext[v] = reg.ext[op.axis.index(v)] if reg and reg.lo is not None else v.extent
-        for v in op.reduce_axis:
-            ext[v] = v.extent
-        for r in cons.relations:
-            if isinstance(r, SplitRel):
-                e = ext[r.parent]
-                f = min(r.factor, e)
-                ext[r.inner], ext[r.outer] = f, -(-e // f)
-            else:
-                ext[r.fused] = ext[r.outer] * ext[r.inner]
+        ext = _extents(cons, list(reg.ext) if reg and reg.lo is not None else None)
         for v in cons.leaf:
             env[v] = Interval(as_expr(0, dt.index), ext[v]) if v in free else Interval(v.var, 1)
         for r in reversed(cons.relations):
@@ -401,6 +379,23 @@ class _Lowerer:
             stmt = Allocate(b, stmt)
         _validate(stmt)
         return LoweredFunc(name, tuple(self.args), len(self.g.inputs), stmt)
+
+
+def _extents(st: Stage, data_ext: list[int] | None) -> dict[IterVar, int]:
+    """Extent of every axis of ``st`` when its data axes span ``data_ext`` (None: the whole
+    axes): a split gives ``inner = min(factor, n)``, ``outer = ceil(n / inner)``; a fuse the
+    product."""
+    op = st.op
+    ext = dict(zip(op.axis, data_ext if data_ext is not None else [v.extent for v in op.axis]))
+    ext.update((v, v.extent) for v in op.reduce_axis)
+    for r in st.relations:
+        if isinstance(r, SplitRel):
+            e = ext[r.parent]
+            f = min(r.factor, e)
+            ext[r.inner], ext[r.outer] = f, -(-e // f)
+        else:
+            ext[r.fused] = ext[r.outer] * ext[r.inner]
+    return ext
 
 
 def _leaf_of(st: Stage, v: IterVar) -> IterVar:

@@ -293,3 +293,39 @@ def test_trial_records_reject_bad_numbers(tmp_path):
         db.add_trial(Trial("w", "t", {}, [], [], failure="exploded"))
     db.add_trial(Trial("w", "t", {"a": 1}, [], [2e-3, 1e-3, 3e-3]))
     assert db.best("w", "t").median == pytest.approx(2e-3)
+
+
+def test_warm_start_uses_the_nearest_workload_of_the_family(tmp_path):
+    """A new task starts from the best configs of the most similar workload in the database."""
+    from autotune_fixtures import matmul_tanh as mk
+    from hlotune.autotune.tune import register_task, warm_start_configs
+    db = Database(tmp_path / "w.db")
+    near = next(t for t in extract_tasks(*mk(48, 40, 64), CPU) if t.family == "dot")
+    far = next(t for t in extract_tasks(*mk(8, 8, 8), CPU) if t.family == "dot")
+    new = next(t for t in extract_tasks(*mk(48, 40, 32), CPU) if t.family == "dot")
+    cfg_near = {**near.space.default(), "tile_x": 8, "tile_y": 16}
+    cfg_far = {**far.space.default(), "tile_x": 2, "tile_y": 8}
+    for task, cfg in ((near, cfg_near), (far, cfg_far)):
+        register_task(db, task)
+        db.add_trial(Trial(task.key, CPU.key, cfg, [], [1e-3, 1e-3]))
+    got = warm_start_configs(db, new)
+    assert got[0] == cfg_near
+    assert all(new.space.validate(c) for c in got)
+
+
+def test_tune_cli_and_report_formats(tmp_path, capsys):
+    from hlotune.cli import main
+    hlo = Path(__file__).parent / "data" / "hlo" / "bias_relu.hlo"
+    db = str(tmp_path / "cli.db")
+    assert main(["tune", str(hlo), "--trials", "4", "--db", db, "-q", "--tuner", "random"]) == 0
+    out = capsys.readouterr().out
+    assert "tuned" in out and "speed-up" in out
+    for fmt in ("table", "csv", "md", "html"):
+        assert main(["report", "--db", db, "--format", fmt, "--out", str(tmp_path / f"r.{fmt}")]) == 0
+        text = (tmp_path / f"r.{fmt}").read_text()
+        assert "elementwise" in text
+    assert main(["report", "--db", db, "--view", "tuners"]) == 0
+    assert "random" in capsys.readouterr().out
+    log = str(tmp_path / "log.jsonl")
+    assert main(["export", log, "--db", db]) == 0
+    assert main(["import", log, "--db", str(tmp_path / "other.db")]) == 0
