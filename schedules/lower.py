@@ -96,21 +96,35 @@ class _Lowerer:
         return out
 
     # -------------------------------------------------------------- buffers
-    def make_args(self) -> None:
+    def make_args(self) -> list[Buffer]:
+        """Argument buffers: the inputs, then one per graph output in order. Outputs of a
+        multi-output stage that the graph does not return get scratch buffers (returned)."""
         for t, nm in zip(self.g.inputs, self.g.input_names):
             b = Buffer(nm, t.dtype, t.shape, "arg")
             self.inputs[(id(t.op), t.value_index)] = b
             self.args.append(b)
+        out_bufs: dict[tuple[int, int], Buffer] = {}
         for t in self.g.outputs:
             if isinstance(t.op, PlaceholderOp):
                 raise ScheduleError(f"output '{t.name}' is an input; nothing to compute")
             st = self._stage_of(t)
-            reg = self.regions.get(st.name)
-            if reg is None:
-                bufs = tuple(Buffer(st.name if k == 0 else f"{st.name}_v{k}", b.dtype, st.op.shape, "arg")
-                             for k, b in enumerate(st.op.body))
-                reg = self.regions[st.name] = _Region(bufs)
-                self.args.extend(bufs)
+            key = (id(st.op), t.value_index)
+            if key not in out_bufs:
+                k = t.value_index
+                out_bufs[key] = Buffer(st.name if k == 0 else f"{st.name}_v{k}", t.dtype, st.op.shape, "arg")
+                self.args.append(out_bufs[key])
+        scratch: list[Buffer] = []
+        for st in {id(self._stage_of(t)): self._stage_of(t) for t in self.g.outputs}.values():
+            bufs = []
+            for k, b in enumerate(st.op.body):
+                buf = out_bufs.get((id(st.op), k))
+                if buf is None:
+                    buf = Buffer(f"{st.name}_v{k}", b.dtype, st.op.shape,
+                                 "global" if _nbytes(b.dtype, st.op.shape) > STACK_BYTES else "local")
+                    scratch.append(buf)
+                bufs.append(buf)
+            self.regions[st.name] = _Region(tuple(bufs))
+        return scratch
 
     def region_of(self, t: Tensor) -> tuple[Buffer, tuple[Expr, ...] | None]:
         if (id(t.op), t.value_index) in self.inputs:
@@ -352,14 +366,13 @@ class _Lowerer:
 
     # -------------------------------------------------------------- function
     def lower(self, name: str) -> LoweredFunc:
-        self.make_args()
+        allocs: list[Buffer] = self.make_args()
         for st in self.s.stages.values():
             if st.attach[0] == "at":
                 tgt = st.attach[1]
                 check(tgt.attach[0] != "inline", f"compute_at: '{st.name}' is computed at a loop of "
                       f"'{tgt.name}', which is inlined")
         body: list[Stmt] = []
-        allocs: list[Buffer] = []
         for st in self.s.stages.values():
             if st.attach[0] != "root":
                 continue

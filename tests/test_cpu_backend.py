@@ -511,14 +511,14 @@ def test_large_compute_at_region_does_not_overflow_the_stack():
 def test_compile_cache_reuses_shared_library(tmp_path, monkeypatch):
     monkeypatch.setenv("HLOTUNE_CACHE", str(tmp_path))
     compiles = []
-    real_run = subprocess.run
+    real_popen = subprocess.Popen
 
-    def counting_run(cmd, *args, **kw):
+    def counting_popen(cmd, *args, **kw):
         if "-shared" in cmd:
             compiles.append(cmd)
-        return real_run(cmd, *args, **kw)
+        return real_popen(cmd, *args, **kw)
 
-    monkeypatch.setattr(hlotune.runtime.cpu.subprocess, "run", counting_run)
+    monkeypatch.setattr(hlotune.runtime.cpu.subprocess, "Popen", counting_popen)
 
     def sched():
         C = matmul(16, 8, 4, names=("A", "B", "C", "k"))

@@ -1,0 +1,33 @@
+"""Modules a new user wrote with JAX (``bench/make_jax_user_modules.py``: lowered with
+``jax.jit(f).lower(x).compiler_ir('hlo').as_hlo_text()`` and XLA:CPU's optimized text), run by
+hlotune on the CPU and compared with JAX's outputs: the front-end is general, not fitted to the
+corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hlotune
+from hlotune.cli import check_outputs
+
+DATA = Path(__file__).parent / "data" / "jax_user"
+NAMES = sorted(p.name[:-4] for p in DATA.glob("*.hlo") if not p.name.endswith(".opt.hlo"))
+
+
+def test_there_are_user_modules():
+    assert len(NAMES) >= 10
+
+
+@pytest.mark.parametrize("form", [".hlo", ".opt.hlo"])
+@pytest.mark.parametrize("name", NAMES)
+def test_user_module_matches_jax(name, form):
+    m = hlotune.load_hlo(DATA / f"{name}{form}")
+    z = np.load(DATA / f"{name}.npz")
+    ins = [z[f"arg{k}"] for k in range(len(m.params))]
+    outs = hlotune.compile(m, target="cpu")(*ins)
+    outs = outs if isinstance(outs, tuple) else (outs,)
+    rows = check_outputs(outs, DATA / f"{name}.npz")
+    assert all(r["ok"] for r in rows), rows
