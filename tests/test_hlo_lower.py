@@ -594,3 +594,41 @@ def test_unsupported_op_names_op_and_line(body, op):
 def test_handler_table_covers_corpus():
     ops = {op for e in MANIFEST for op in e["opcodes"]} - {"parameter"}
     assert ops <= set(HANDLERS)
+
+
+# ----------------------------------------------------------------------------- mutated modules
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_SMALL = ["softmax", "int32_arith", "concat_slice_pad", "reductions", "dynamic_slice", "embedding_gather",
+          "conv2d_stride2_bias_relu", "causal_mask", "transpose_reshape", "fori_loop"]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(_SMALL), opt=st.booleans(), data=st.data())
+def test_mutated_modules_parse_and_lower_or_raise_located_errors(name, opt, data):
+    """Mutated corpus texts (a number changed, a token deleted or duplicated, an opcode swapped)
+    either lower or raise HloParseError/UnsupportedOpError: never anything else."""
+    import re
+    from hlotune.dsl.errors import HloParseError, UnsupportedOpError
+    from hlotune.dsl.hlo.lower import lower_module
+    from hlotune.dsl.hlo.parser import parse_hlo
+    text = (DATA / f"{name}{'.opt.hlo' if opt else '.hlo'}").read_text()
+    tokens = list(re.finditer(r"[A-Za-z_][\w.-]*|\d+|[^\s\w]", text))
+    tok = tokens[data.draw(st.integers(0, len(tokens) - 1))]
+    kind = data.draw(st.sampled_from(["number", "delete", "duplicate", "opcode"]))
+    a, b = tok.span()
+    if kind == "number":
+        new = str(data.draw(st.integers(0, 70)))
+    elif kind == "delete":
+        new = ""
+    elif kind == "duplicate":
+        new = tok.group() + " " + tok.group()
+    else:
+        new = data.draw(st.sampled_from(["add", "dot", "reduce", "transpose", "broadcast", "slice", "tanh"]))
+    mutated = text[:a] + new + text[b:]
+    try:
+        lower_module(parse_hlo(mutated, file="m.hlo"))
+    except (HloParseError, UnsupportedOpError) as e:
+        assert "m.hlo" in str(e) or "<hlo>" in str(e) or "unsupported" in str(e)

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..errors import UnsupportedOpError
+from ..errors import DSLError, HloParseError, UnsupportedOpError
 from ..expr import Expr, walk
 from ..ops import Op
 from ..tensor import PlaceholderOp, Tensor, placeholder
@@ -147,7 +147,14 @@ def lower_computation(module: HloModule, computation: Computation, arg_tensors: 
                                      detail=f"instruction '{instr.name}' in computation "
                                             f"'{computation.name}'")
         ctx.comp = computation
-        values[name] = handler(ctx, instr, [values[o] for o in instr.operands])
+        try:
+            values[name] = handler(ctx, instr, [values[o] for o in instr.operands])
+        except (HloParseError, UnsupportedOpError):
+            raise
+        except (DSLError, ValueError, IndexError, KeyError, TypeError, AttributeError) as e:
+            # an instruction inconsistent with its operands (shapes, attributes): bad input
+            raise HloParseError(f"invalid '{instr.opcode}' instruction '{instr.name}': {type(e).__name__}: {e}",
+                                file=ctx.file, line=instr.line, column=instr.column) from e
         log.debug("lowered %s = %s", name, instr.opcode)
     return values[computation.root]
 
