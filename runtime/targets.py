@@ -29,6 +29,14 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("hlotune")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 @dataclass(frozen=True)
 class Target:
     """A backend and device. ``key`` identifies it in the database; ``provenance`` says what ran."""
@@ -42,7 +50,8 @@ class Target:
     def provenance(self) -> dict:
         return {"kind": self.kind, "device": self.device, "compiler": self.compiler.cc,
                 "compiler_version": self.compiler.version, "flags": list(self.compiler.flags),
-                "cpu_model": cpu_model(), "host": platform.node(), "threads": self.threads}
+                "cpu_model": cpu_model(), "host": platform.node(), "threads": self.threads,
+                "hlotune_version": _version()}
 
     @property
     def key(self) -> str:

@@ -326,6 +326,9 @@ def test_tune_cli_and_report_formats(tmp_path, capsys):
         assert "elementwise" in text
     assert main(["report", "--db", db, "--view", "tuners"]) == 0
     assert "random" in capsys.readouterr().out
+    png = tmp_path / "conv.png"
+    assert main(["report", "--db", db, "--view", "convergence", "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     log = str(tmp_path / "log.jsonl")
     assert main(["export", log, "--db", db]) == 0
     assert main(["import", log, "--db", str(tmp_path / "other.db")]) == 0
