@@ -79,6 +79,10 @@ class TargetError(HlotuneError, ValueError):
     """An unknown or unavailable target/device."""
 
 
+class DeviceError(HlotuneError, RuntimeError):
+    """A device runtime call failed (allocation, launch, copy); the message names the kernel."""
+
+
 class MissingDependencyError(HlotuneError, ImportError):
     """An optional dependency is missing; the message says which extra installs it."""
 

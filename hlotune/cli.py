@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="compile and run an HLO module")
     r.add_argument("module", help="HLO text file (.hlo)")
-    r.add_argument("--target", default="cpu", help="cpu (default)")
+    r.add_argument("--target", default="cpu", help="cpu (default) or opencl[:P:D|:NAME]")
     r.add_argument("--inputs", help="npz with arg0, arg1, ... (random inputs when omitted)")
     r.add_argument("--check", help="npz with out0, out1, ... to compare against")
     r.add_argument("--out", help="write the outputs to this npz")

@@ -1,9 +1,12 @@
 """The OpenCL device runtime (pyopencl): device selection by spec, one context and in-order
 profiling queue per device, a program cache, and kernels callable on numpy arrays.
 
-Specs: ``opencl`` (the first GPU, else the first device), ``opencl:P`` / ``opencl:P:D``
-(platform P, device D), ``opencl:NAME`` (the first device whose device, vendor or platform name
-contains NAME, case-insensitive; e.g. ``opencl:pocl``).
+Specs: ``opencl`` (the first GPU, else the first device that builds a trivial kernel),
+``opencl:P`` / ``opencl:P:D`` (platform P, device D), ``opencl:NAME`` (the first device whose
+device, vendor or platform name contains NAME, case-insensitive; e.g. ``opencl:pocl``).
+
+Drivers installed by pip into ``<sys.prefix>/etc/OpenCL/vendors`` (e.g. ``intel-opencl-rt``)
+are made visible next to the system's ``/etc/OpenCL/vendors`` when ``OCL_ICD_VENDORS`` is unset.
 """
 
 from __future__ import annotations
@@ -12,10 +15,13 @@ import hashlib
 import json
 import logging
 import math
+import os
 import platform as _platform
+import sys
 import warnings
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
@@ -29,7 +35,50 @@ from .timing import TimingResult, measure
 log = logging.getLogger(__name__)
 
 
+#: the install prefix that conda-style wheels (intel-opencl-rt) leave in their .icd files
+_CONDA_PREFIX = "/opt/anaconda1anaconda2anaconda3"
+
+
+def _icd_vendors() -> None:
+    """pyopencl's bundled ICD loader reads one vendors directory: when ``OCL_ICD_VENDORS`` is unset
+    and pip installed drivers under ``sys.prefix``, point it at a directory holding those (with the
+    conda prefix placeholder that pip leaves in them resolved) and the system's drivers."""
+    if os.environ.get("OCL_ICD_VENDORS"):
+        return
+    local = Path(sys.prefix) / "etc" / "OpenCL" / "vendors"
+    icds = sorted(local.glob("*.icd")) if local.is_dir() else []
+    if not icds:
+        return
+    files = {}
+    for k, f in enumerate(sorted(Path("/etc/OpenCL/vendors").glob("*.icd")) + icds):
+        try:
+            files[f"{k:02d}_{f.name}"] = f.read_text().replace(_CONDA_PREFIX, sys.prefix)
+        except OSError:
+            continue
+    tag = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:12]
+    root = Path(os.environ.get("HLOTUNE_CACHE", Path.home() / ".cache" / "hlotune"))
+    merged = root / f"opencl_vendors_{tag}"
+    try:
+        if not merged.is_dir():
+            tmp = root / f".opencl_vendors_{tag}.{os.getpid()}"
+            tmp.mkdir(parents=True, exist_ok=True)
+            for name, text in files.items():
+                (tmp / name).write_text(text)
+            try:
+                tmp.rename(merged)
+            except OSError:   # another process made it first
+                for x in tmp.iterdir():
+                    x.unlink()
+                tmp.rmdir()
+    except OSError as e:
+        log.warning("cannot list pip-installed OpenCL drivers in %s: %s", root, e)
+        return
+    os.environ["OCL_ICD_VENDORS"] = str(merged)
+    log.debug("OCL_ICD_VENDORS=%s (%d drivers)", merged, len(files))
+
+
 def _cl():
+    _icd_vendors()
     try:
         import pyopencl
     except ImportError as e:
@@ -72,8 +121,14 @@ def select_device(spec: str):
                           "pocl-binary-distribution gives a CPU device)")
     listing = "; ".join(f"opencl:{pi}:{di} = {d.name.strip()} ({d.platform.name.strip()})" for pi, di, d in devs)
     if not parts:
-        gpus = [x for x in devs if x[2].type & cl.device_type.GPU]
-        return (gpus or list(devs))[0]
+        order = sorted(devs, key=lambda x: not x[2].type & cl.device_type.GPU)
+        why = []
+        for x in order:
+            err = _probe(x[0], x[1])
+            if err is None:
+                return x
+            why.append(f"opencl:{x[0]}:{x[1]}: {err}")
+        raise TargetError(f"target '{spec}': no OpenCL device builds a trivial kernel: {'; '.join(why)}")
     if len(parts) <= 2 and all(p.isdigit() for p in parts):
         pi, di = int(parts[0]), int(parts[1]) if len(parts) == 2 else 0
         for x in devs:
@@ -86,6 +141,24 @@ def select_device(spec: str):
                 return x
         raise TargetError(f"target '{spec}': no OpenCL device matches '{parts[0]}'; available: {listing}")
     raise TargetError(f"target '{spec}': expected 'opencl', 'opencl:P', 'opencl:P:D' or 'opencl:NAME'")
+
+
+@lru_cache(maxsize=None)
+def _probe(platform_index: int, device_index: int) -> str | None:
+    """None if the device builds and runs a trivial kernel, else why not."""
+    cl = _cl()
+    try:
+        ctx = device_context(platform_index, device_index)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            prg = cl.Program(ctx.context, "__kernel void hl_probe(__global int* a) { a[0] = 1; }").build()
+        buf = cl.Buffer(ctx.context, cl.mem_flags.READ_WRITE, 4)
+        prg.hl_probe(ctx.queue, (1,), None, buf)
+        ctx.queue.finish()
+    except cl.Error as e:
+        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+        return next((ln for ln in lines if ln.startswith("error")), lines[0] if lines else type(e).__name__)[:200]
+    return None
 
 
 @dataclass(frozen=True)
@@ -173,8 +246,12 @@ class DeviceContext:
                 try:
                     prg = cl.Program(self.context, source).build(options=opts)
                 except cl.Error as e:
-                    raise CompileError(f"OpenCL build failed on {target.device}:\n{str(e)[-4000:]}",
-                                       str(e), source) from e
+                    errs = [ln for ln in str(e).splitlines() if "error" in ln.lower()][:12]
+                    if "unknown target CPU" in str(e):
+                        errs.append("(this driver's LLVM does not know the host CPU; use another OpenCL "
+                                    "driver, e.g. pip install intel-opencl-rt intel-cmplr-lib-rt)")
+                    raise CompileError(f"OpenCL build failed on {target.device}:\n" +
+                                       ("\n".join(errs) if errs else str(e)[-4000:]), str(e), source) from e
             blog = prg.get_build_info(self.device, cl.program_build_info.LOG).strip()
             if blog:
                 log.debug("OpenCL build log: %s", blog[:2000])

@@ -115,6 +115,33 @@ class LoweredFunc:
         return f"def {self.name}({head}):\n" + stmt_str(self.body, 1)
 
 
+def stmt_children(s: Stmt) -> list[Stmt]:
+    """The statements directly inside ``s``."""
+    if isinstance(s, Seq):
+        return list(s.stmts)
+    if isinstance(s, (For, Let, Allocate)):
+        return [s.body]
+    return [s.then] if isinstance(s, If) else []
+
+
+def stmt_exprs(s: Stmt) -> list[Expr]:
+    """The expressions ``s`` itself holds (not those of nested statements)."""
+    if isinstance(s, Store):
+        return [s.value, *s.indices]
+    if isinstance(s, For):
+        return [s.extent]
+    if isinstance(s, If):
+        return [s.cond]
+    return [s.value] if isinstance(s, (Let, Assign)) else []
+
+
+def walk_stmts(s: Stmt):
+    """Pre-order over ``s`` and every statement nested in it."""
+    yield s
+    for c in stmt_children(s):
+        yield from walk_stmts(c)
+
+
 def stmt_str(s: Stmt, depth: int = 0) -> str:
     """Readable pseudo-code of a statement."""
     pad = "  " * depth

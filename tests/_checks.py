@@ -66,13 +66,13 @@ def as_tuple(x):
     return x if isinstance(x, tuple) else (x,)
 
 
-def check_schedule(s: hlotune.Schedule, inputs=None, rtol=None, atol=None, seed=0):
-    """Build ``s`` for the CPU, run it on ``inputs`` (random when None) and compare every output
-    with the reference evaluator. Returns the kernel."""
+def check_schedule(s: hlotune.Schedule, inputs=None, rtol=None, atol=None, seed=0, target="cpu"):
+    """Build ``s`` for ``target`` (the CPU by default), run it on ``inputs`` (random when None) and
+    compare every output with the reference evaluator. Returns the kernel."""
     outs = list(s.graph.outputs)
     if inputs is None:
         inputs = random_inputs(outs, seed)
-    f = hlotune.build(s, target="cpu")
+    f = hlotune.build(s, target=target)
     got = as_tuple(f(*inputs))
     ref = evaluate(outs, inputs)
     assert len(got) == len(ref)

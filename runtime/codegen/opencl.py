@@ -31,7 +31,8 @@ from ...dsl import dtypes as dt
 from ...dsl.errors import ScheduleError, TargetError
 from ...dsl.expr import Expr, walk
 from ...dsl.ops import Op
-from ...schedules.loops import Allocate, Assign, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store
+from ...schedules.loops import (Allocate, Buffer, For, LoweredFunc, Seq, Stmt, Store, stmt_children, stmt_exprs,
+                                walk_stmts)
 from .cstyle import _FMATH, RESERVED, CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers
 
@@ -135,52 +136,24 @@ HL_INLINE double hl_bitcast_u64_f64(ulong x) { return as_double(x); }
 
 # ---------------------------------------------------------------------------- IR walks
 
-def _children(s: Stmt) -> list[Stmt]:
-    if isinstance(s, Seq):
-        return list(s.stmts)
-    if isinstance(s, (For, Let, Allocate)):
-        return [s.body]
-    if isinstance(s, If):
-        return [s.then]
-    return []
-
-
-def _exprs(s: Stmt) -> list[Expr]:
-    if isinstance(s, Store):
-        return [s.value, *s.indices]
-    if isinstance(s, For):
-        return [s.extent]
-    if isinstance(s, If):
-        return [s.cond]
-    if isinstance(s, (Let, Assign)):
-        return [s.value]
-    return []
-
-
-def _nodes(s: Stmt):
-    yield s
-    for c in _children(s):
-        yield from _nodes(c)
-
-
 def _buffers(stmts) -> set[int]:
     """ids of the Buffers that ``stmts`` load or store."""
     out: set[int] = set()
     for root in stmts:
-        for s in _nodes(root):
+        for s in walk_stmts(root):
             if isinstance(s, Store):
                 out.add(id(s.buffer))
-            out.update(id(e.arg) for e in walk(_exprs(s)) if e.op is Op.LOAD)
+            out.update(id(e.arg) for e in walk(stmt_exprs(s)) if e.op is Op.LOAD)
     return out
 
 
 def used_dtypes(fn: LoweredFunc) -> set:
     """Every dtype of a buffer or value in ``fn``."""
     out = {b.dtype for b in fn.args}
-    for s in _nodes(fn.body):
+    for s in walk_stmts(fn.body):
         if isinstance(s, Allocate):
             out.add(s.buffer.dtype)
-        out.update(e.dtype for e in walk(_exprs(s)))
+        out.update(e.dtype for e in walk(stmt_exprs(s)))
     return out
 
 
@@ -225,7 +198,7 @@ def _bound_loops(s: Stmt, enclosing: tuple = ()) -> list[tuple[For, str, int]]:
             raise ScheduleError(f"bind: loop '{s.var.name}' has no static extent")
         out.append((s, kind, d))
         enclosing = enclosing + ((kind, d),)
-    for c in _children(s):
+    for c in stmt_children(s):
         out += _bound_loops(c, enclosing)
     return out
 
@@ -240,7 +213,7 @@ def _check_bound_stores(s: Stmt, need: set, tags: frozenset = frozenset(), priva
         miss = ", ".join(f"{k}.{'xyz'[d]}" for k, d in sorted(need - tags))
         raise ScheduleError(f"bind: '{s.buffer.name}' is stored outside the loops bound to {miss}, so every "
                             "work-item would write it; bind loops that enclose the store")
-    for c in _children(s):
+    for c in stmt_children(s):
         _check_bound_stores(c, need, tags, private)
 
 
