@@ -123,3 +123,15 @@ def argmax_reducer():
         return dsl.const(-1, dts[0]), dsl.const(float("-inf"), dts[1])
 
     return dsl.comm_reducer(combine, identity, "argmax")
+
+
+def run_module_file(hlo_path, npz_path, target="cpu"):
+    """Compile an HLO file for ``target``, run it on the npz's ``arg*`` arrays and compare with
+    its ``out*`` arrays (tolerances of ``hlotune.api.tolerance``); returns the check rows."""
+    from hlotune.cli import check_outputs
+    m = hlotune.load_hlo(hlo_path)
+    z = np.load(npz_path)
+    outs = hlotune.compile(m, target=target)(*[z[f"arg{k}"] for k in range(len(m.params))])
+    outs = as_tuple(outs)
+    assert len(outs) == len([f for f in z.files if f.startswith("out")])
+    return check_outputs(outs, npz_path)

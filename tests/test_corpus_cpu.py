@@ -14,6 +14,9 @@ import pytest
 import hlotune
 from hlotune.cli import check_outputs, main
 
+sys.path.insert(0, str(Path(__file__).parent))
+from _checks import run_module_file  # noqa: E402
+
 DATA = Path(__file__).parent / "data" / "hlo"
 MANIFEST = json.loads((DATA / "manifest.json").read_text())
 NAMES = [m["name"] for m in MANIFEST]
@@ -22,14 +25,8 @@ NAMES = [m["name"] for m in MANIFEST]
 @pytest.mark.parametrize("form", [".hlo", ".opt.hlo"])
 @pytest.mark.parametrize("name", NAMES)
 def test_corpus_module_matches_xla_on_cpu(name, form):
-    m = hlotune.load_hlo(DATA / f"{name}{form}")
-    z = np.load(DATA / f"{name}.npz")
-    ins = [z[f"arg{k}"] for k in range(len(m.params))]
-    outs = hlotune.compile(m, target="cpu")(*ins)
-    outs = outs if isinstance(outs, tuple) else (outs,)
-    assert len(outs) == len([f for f in z.files if f.startswith("out")])
     # tolerances: hlotune.api.tolerance per dtype (f32 rtol 1e-4, atol 1e-5 x max|ref|; ints exact)
-    rows = check_outputs(outs, DATA / f"{name}.npz")
+    rows = run_module_file(DATA / f"{name}{form}", DATA / f"{name}.npz")
     assert all(r["ok"] for r in rows), rows
 
 

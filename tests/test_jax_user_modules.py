@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
+import sys
+
 import pytest
 
-import hlotune
-from hlotune.cli import check_outputs
+sys.path.insert(0, str(Path(__file__).parent))
+from _checks import run_module_file  # noqa: E402
 
 DATA = Path(__file__).parent / "data" / "jax_user"
 NAMES = sorted(p.name[:-4] for p in DATA.glob("*.hlo") if not p.name.endswith(".opt.hlo"))
@@ -24,10 +25,5 @@ def test_there_are_user_modules():
 @pytest.mark.parametrize("form", [".hlo", ".opt.hlo"])
 @pytest.mark.parametrize("name", NAMES)
 def test_user_module_matches_jax(name, form):
-    m = hlotune.load_hlo(DATA / f"{name}{form}")
-    z = np.load(DATA / f"{name}.npz")
-    ins = [z[f"arg{k}"] for k in range(len(m.params))]
-    outs = hlotune.compile(m, target="cpu")(*ins)
-    outs = outs if isinstance(outs, tuple) else (outs,)
-    rows = check_outputs(outs, DATA / f"{name}.npz")
+    rows = run_module_file(DATA / f"{name}{form}", DATA / f"{name}.npz")
     assert all(r["ok"] for r in rows), rows
