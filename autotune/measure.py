@@ -4,6 +4,10 @@ verify the answer against the numpy reference, then time it (every repeat kept).
 Failures are values (``MeasureResult.failure``): ``invalid`` (the config breaks a rule; never
 compiled), ``compile_error``, ``runtime_error`` (an exception or a crashed worker),
 ``wrong_answer``, ``timeout``.
+
+CPU candidates are compiled to shared libraries in the parent. OpenCL candidates are rendered in
+the parent (a launch spec: the program source and its launches) and built by the driver in the
+worker (a driver that crashes or hangs while compiling costs one candidate, ``compile_error``).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..dsl.errors import CompileError, ConfigError, DSLError, LoweringError, ScheduleError
+from ..dsl.errors import CompileError, ConfigError, DSLError, LoweringError, ScheduleError, TargetError
 from ..dsl.reference import evaluate
 from ..runtime.codegen.c import render_c
 from ..runtime.cpu import compile_c
@@ -62,6 +66,7 @@ class _Built:
     config: dict
     steps: list
     so: str | None = None
+    cl: dict | None = None       # OpenCL: runtime.opencl.launch_spec of the rendered program
     failure: str | None = None
     message: str = ""
 
@@ -144,17 +149,26 @@ class Measurer:
         paths = []
         for k, a in enumerate(arrays):
             p = Path(self.dir.name) / f"{prefix}{k}.npy"
-            np.save(p, np.ascontiguousarray(a))
+            np.save(p, np.require(np.asarray(a), requirements="C"))   # 0-d arrays stay 0-d
             paths.append(str(p))
         return paths
 
     def build(self, config: dict | None) -> _Built:
-        """Schedule (``invalid`` on a broken rule), render and compile one config."""
+        """Schedule (``invalid`` on a broken rule), render and compile one config (OpenCL: render
+        only; the worker builds the program)."""
+        t = self.task.target
         try:
             s = self.task.schedule(config)
             steps = [step_to_json(x) for x in s.steps]
-            src = render_c(s.lower())
-        except (ScheduleError, ConfigError, LoweringError, DSLError) as e:
+            fn = s.lower()
+            if t.kind == "opencl":
+                from ..runtime.codegen.opencl import render_opencl
+                from ..runtime.opencl import launch_spec
+                prog = render_opencl(fn, fp16=t.fp16, fp64=t.fp64, max_work_group_size=t.max_work_group_size or None,
+                                     max_work_item_sizes=t.max_work_item_sizes or None, device=f"'{t.device}'")
+                return _Built(config or {}, steps, cl=launch_spec(fn, prog, t))
+            src = render_c(fn)
+        except (ScheduleError, ConfigError, LoweringError, DSLError, TargetError) as e:
             return _Built(config or {}, [], failure="invalid", message=str(e))
         try:
             so = compile_c(src, self.task.target.compiler, timeout=self.compile_timeout)
@@ -166,7 +180,12 @@ class Measurer:
         t0 = time.time()
         if b.failure:
             return MeasureResult(b.config, b.steps, [], b.failure, b.message, t0, time.time())
-        req = {"so": b.so, "inputs": self.inputs, "expected": self.expected, "out": self.out_specs,
+        if b.cl is not None:
+            rep = self.worker.request({"kind": "opencl_build", "program": b.cl}, self.compile_timeout)
+            if not rep["ok"]:
+                return MeasureResult(b.config, b.steps, [], "compile_error",
+                                     f"OpenCL build ({rep['failure']}): {rep.get('message', '')}", t0, time.time())
+        req = {"kind": "opencl" if b.cl is not None else "cpu", "so": b.so, "inputs": self.inputs, "expected": self.expected, "out": self.out_specs,
                "rtol": self.rtol, "atol": self.atol, "repeat": self.repeat, "min_repeat_ms": self.min_repeat_ms}
         rep = self.worker.request(req, self.timeout)
         if rep["ok"]:

@@ -22,7 +22,7 @@ from ..runtime.targets import Target
 from ..schedules.fusion import fuse_default, loop_default
 from ..schedules.schedule import Schedule, Stage
 from ..schedules.templates.base import Space, Template
-from ..schedules.templates.families import TEMPLATES, classify
+from ..schedules.templates.families import classify, templates_for
 
 
 @dataclass
@@ -38,7 +38,7 @@ class Task:
 
     @property
     def template(self) -> Template:
-        return TEMPLATES[self.family]
+        return templates_for(self.target)[self.family]
 
     @property
     def root_op(self):
@@ -107,7 +107,7 @@ class Task:
                 a = rng.random(t.shape) < 0.5
             else:
                 a = rng.integers(0, 8, size=t.shape)
-            out.append(np.ascontiguousarray(np.asarray(a).astype(d.np)))
+            out.append(np.require(np.asarray(a).astype(d.np), requirements="C"))
         return out
 
 
@@ -176,7 +176,7 @@ def tuned_schedule_fn(db, target: Target):
             key = workload_key(stage_graph(s, st))
             best = db.best(key, target.key) if db is not None else None
             if best is not None and best.config:
-                TEMPLATES[classify(st)].apply(s, st, best.config, os.cpu_count() or 1)
+                templates_for(target)[classify(st)].apply(s, st, best.config, os.cpu_count() or 1)
             else:
                 loop_default(s, st)
         return s

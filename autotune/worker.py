@@ -5,6 +5,13 @@ Protocol: one JSON request per stdin line, one JSON reply per stdout line.
 Request: ``{"so", "inputs": [npy], "expected": [npy], "out": [[shape, dtype]], "rtol", "atol",
 "repeat", "min_repeat_ms", "number"}``. Reply: ``{"ok": true, "times": [...], "number": n}`` or
 ``{"ok": false, "failure": "wrong_answer"|"runtime_error", "message": ...}``.
+
+OpenCL candidates take two requests, so that building and running have their own time limits:
+``{"kind": "opencl_build", "program": spec}`` (``spec``: ``runtime.opencl.launch_spec``, the
+rendered source with its device and launches) builds the program on its device (reply
+``{"ok": true}`` or ``failure`` ``compile_error``); then ``{"kind": "opencl", ...}`` with the
+fields of a CPU request but no ``so`` runs the program built last, checks it and times it with
+profiling events.
 """
 
 from __future__ import annotations
@@ -43,19 +50,55 @@ def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str 
             f"max abs err {float(diff.max()):.3g} at flat index {k} (got {a.flat[k]!r}, want {b.flat[k]!r})")
 
 
-def handle(req: dict, cache: dict) -> dict:
-    from hlotune.runtime.cpu import Library
-    from hlotune.runtime.timing import measure
-    lib = Library(__import__("pathlib").Path(req["so"]))
-    ins = [_load(p, cache) for p in req["inputs"]]
-    outs = [np.zeros(shape, dtype=np.dtype(dt) if dt != "bfloat16" else __import__("ml_dtypes").bfloat16)
-            for shape, dt in req["out"]]
-    ptrs = lib.pack(ins + outs)
-    lib.entry(ptrs)
+def _outputs(specs) -> list[np.ndarray]:
+    return [np.zeros(shape, dtype=np.dtype(dt) if dt != "bfloat16" else __import__("ml_dtypes").bfloat16)
+            for shape, dt in specs]
+
+
+def _check(outs, req, cache) -> dict | None:
     for k, (o, p) in enumerate(zip(outs, req["expected"])):
         why = compare(o, _load(p, cache), req["rtol"], req["atol"])
         if why:
             return {"ok": False, "failure": "wrong_answer", "message": f"output {k}: {why}"}
+    return None
+
+
+def handle_opencl(req: dict, cache: dict) -> dict:
+    from hlotune.dsl.errors import CompileError
+    from hlotune.runtime.opencl import SpecRunner
+    if req["kind"] == "opencl_build":
+        cache.pop("opencl", None)
+        try:
+            cache["opencl"] = SpecRunner(req["program"])
+        except CompileError as e:
+            return {"ok": False, "failure": "compile_error", "message": str(e)}
+        return {"ok": True}
+    runner = cache.get("opencl")
+    if runner is None:
+        return {"ok": False, "failure": "runtime_error", "message": "no OpenCL program was built"}
+    ins = [_load(p, cache) for p in req["inputs"]]
+    outs = _outputs(req["out"])
+    runner.run(ins, outs)
+    bad = _check(outs, req, cache)
+    if bad:
+        return bad
+    r = runner.time(req["repeat"], req["min_repeat_ms"], req.get("number"))
+    return {"ok": True, "times": [max(t, 1e-12) for t in r.times], "number": r.number}
+
+
+def handle(req: dict, cache: dict) -> dict:
+    if req.get("kind", "cpu").startswith("opencl"):
+        return handle_opencl(req, cache)
+    from hlotune.runtime.cpu import Library
+    from hlotune.runtime.timing import measure
+    lib = Library(__import__("pathlib").Path(req["so"]))
+    ins = [_load(p, cache) for p in req["inputs"]]
+    outs = _outputs(req["out"])
+    ptrs = lib.pack(ins + outs)
+    lib.entry(ptrs)
+    bad = _check(outs, req, cache)
+    if bad:
+        return bad
     r = measure(lambda n: lib.bench(ptrs, n), req["repeat"], req["min_repeat_ms"], req.get("number"))
     return {"ok": True, "times": list(r.times), "number": r.number}
 

@@ -29,7 +29,7 @@ from ..dsl.errors import CompileError, DeviceError, MissingDependencyError, Targ
 from ..schedules.loops import LoweredFunc
 from .build import KernelBase
 from .codegen.opencl import Program, render_opencl
-from .targets import Target
+from .targets import Target, _version
 from .timing import TimingResult, measure
 
 log = logging.getLogger(__name__)
@@ -197,11 +197,11 @@ class OpenCLTarget(Target):
                 "compute_units": self.compute_units, "max_work_group_size": self.max_work_group_size,
                 "local_mem_size": self.local_mem_size, "global_mem_size": self.global_mem_size,
                 "build_options": list(self.build_options), "host": _platform.node(),
-                "index": f"{self.platform_index}:{self.device_index}"}
+                "index": f"{self.platform_index}:{self.device_index}", "hlotune_version": _version()}
 
     @property
     def key(self) -> str:
-        ident = {k: v for k, v in self.provenance.items() if k not in ("host", "index")}
+        ident = {k: v for k, v in self.provenance.items() if k not in ("host", "index", "hlotune_version")}
         return "opencl-" + hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
 
     def __str__(self) -> str:
@@ -365,3 +365,84 @@ def build_opencl(fn: LoweredFunc, target: OpenCLTarget) -> OpenCLKernel:
                          max_work_group_size=target.max_work_group_size or None,
                          max_work_item_sizes=target.max_work_item_sizes or None, device=f"'{target.device}'")
     return OpenCLKernel(fn, prog, target, device_context(target.platform_index, target.device_index))
+
+
+# ---------------------------------------------------------------------------- launch specs
+
+def launch_spec(fn: LoweredFunc, program: Program, target: OpenCLTarget) -> dict:
+    """A JSON-able description of a rendered program that ``SpecRunner`` runs without the IR (the
+    autotuner's measurement worker): source, device (index and target key), buffers (the
+    function's arguments in order, then host scratch) and the launches over buffer indices."""
+    bufs = list(fn.args) + list(program.scratch)
+    index = {id(b): k for k, b in enumerate(bufs)}
+    nbytes = [b.size * b.dtype.itemsize for b in fn.args] + [sc.nbytes for sc in program.scratch]
+    return {"source": program.source, "platform_index": target.platform_index,
+            "device_index": target.device_index, "target_key": target.key, "device": target.device,
+            "num_inputs": fn.num_inputs, "num_args": len(fn.args), "nbytes": nbytes,
+            "launches": [{"name": ln.name, "args": [index[id(a)] for a in ln.args],
+                          "global_size": list(ln.global_size),
+                          "local_size": None if ln.local_size is None else list(ln.local_size)}
+                         for ln in program.launches]}
+
+
+class SpecRunner:
+    """Builds and runs a ``launch_spec`` on its device: ``run(inputs, outputs)`` fills the
+    outputs, ``time(...)`` sums the launches' profiled durations per call."""
+
+    def __init__(self, spec: dict):
+        cl = _cl()
+        self.spec = spec
+        self.target = opencl_target(f"opencl:{spec['platform_index']}:{spec['device_index']}")
+        if self.target.key != spec["target_key"]:
+            raise TargetError(f"device opencl:{spec['platform_index']}:{spec['device_index']} is "
+                              f"{self.target.device} ({self.target.key}), not the {spec['device']} "
+                              f"({spec['target_key']}) the program was rendered for")
+        self._ctx = device_context(self.target.platform_index, self.target.device_index)
+        prg = self._ctx.program(self.target, spec["source"])
+        self._launches = [(cl.Kernel(prg, ln["name"]), ln) for ln in spec["launches"]]
+        try:
+            self._bufs = [cl.Buffer(self._ctx.context, cl.mem_flags.READ_WRITE, max(n, 4)) for n in spec["nbytes"]]
+            for k, ln in self._launches:
+                k.set_args(*[self._bufs[a] for a in ln["args"]])
+        except cl.Error as e:
+            raise DeviceError(f"allocating {sum(spec['nbytes'])} bytes of buffers on {self.target.device} "
+                              f"failed: {e}") from e
+
+    def _launch(self) -> list:
+        cl = _cl()
+        evs = []
+        for k, ln in self._launches:
+            if math.prod(ln["global_size"]):
+                evs.append(cl.enqueue_nd_range_kernel(self._ctx.queue, k, ln["global_size"], ln["local_size"]))
+        return evs
+
+    def upload(self, ins) -> None:
+        cl = _cl()
+        for a, b in zip(ins, self._bufs[:self.spec["num_inputs"]]):
+            if a.nbytes:
+                cl.enqueue_copy(self._ctx.queue, b, _bytes(np.ascontiguousarray(a)), is_blocking=False)
+        self._ctx.queue.finish()
+
+    def run(self, ins, outs) -> None:
+        """Upload ``ins``, launch every kernel once, download into ``outs`` (numpy arrays)."""
+        cl = _cl()
+        if len(ins) + len(outs) != self.spec["num_args"]:
+            raise DeviceError(f"the program takes {self.spec['num_args']} arrays, got {len(ins) + len(outs)}")
+        self.upload(ins)
+        self._launch()
+        for o, b in zip(outs, self._bufs[self.spec["num_inputs"]:]):
+            if o.nbytes:
+                cl.enqueue_copy(self._ctx.queue, _bytes(o), b, is_blocking=False)
+        self._ctx.queue.finish()
+
+    def time(self, repeat: int = 10, min_repeat_ms: float = 50.0, number: int | None = None) -> TimingResult:
+        """Seconds per call on the uploaded inputs (profiling events, every repeat kept)."""
+        if not self._launches or not any(math.prod(ln["global_size"]) for _, ln in self._launches):
+            return TimingResult((0.0,) * repeat, 1)
+
+        def run_n(n: int) -> float:
+            evs = [e for _ in range(n) for e in self._launch()]
+            self._ctx.queue.finish()
+            return sum(e.profile.end - e.profile.start for e in evs) * 1e-9
+
+        return measure(run_n, repeat, min_repeat_ms, number)

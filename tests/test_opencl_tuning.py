@@ -9,7 +9,6 @@ builds kernels is missing.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -146,6 +145,11 @@ def test_tune_dot_and_reduction_on_opencl_db_compile_and_report(hlo_files, tmp_p
     dot_rows = [ln for ln in out.splitlines() if ln.startswith("dot") or ",dot," in ln]
     assert any(TARGET.key in ln for ln in dot_rows) and any("cpu-" in ln for ln in dot_rows)
     assert ",opencl," in out and ",cpu," in out
+    # OpenCL configs validate against the OpenCL templates' domains on import
+    log = str(tmp_path / "log.jsonl")
+    assert main(["export", log, "--db", db]) == 0
+    assert main(["import", log, "--db", str(tmp_path / "other.db")]) == 0
+    assert "skipped 0" in capsys.readouterr().out
 
 
 _CRASH = "__kernel void {name}() {{ ((__global volatile float*)0x10)[get_global_id(0) * 1000003L] = 1.0f; }}\n"

@@ -236,17 +236,28 @@ def classify(st: Stage) -> str:
     return "reduction"
 
 
+def templates_for(target=None) -> dict:
+    """The templates by family for ``target`` (a Target or a kind such as 'cpu'/'opencl')."""
+    kind = getattr(target, "kind", target) or "cpu"
+    if kind == "opencl":
+        from .opencl import MAX_LOCAL, opencl_templates
+        return opencl_templates(getattr(target, "max_work_group_size", 0) or MAX_LOCAL)
+    return TEMPLATES
+
+
 def validate_record(rec: dict) -> None:
-    """Check a tuning-log record's config against its family's knob domains."""
+    """Check a tuning-log record's config against its family's knob domains (the templates
+    of the record's target kind)."""
     from ...dsl.errors import ConfigError
     fam = rec["workload"].get("family")
-    if fam not in TEMPLATES:
+    tpl = templates_for((rec.get("target") or {}).get("kind", "cpu"))
+    if fam not in tpl:
         raise ConfigError(f"unknown kernel family '{fam}'")
-    TEMPLATES[fam].check_domain(rec["config"])
+    tpl[fam].check_domain(rec["config"])
 
 
-def template_for(st: Stage) -> Template:
-    return TEMPLATES[classify(st)]
+def template_for(st: Stage, target=None) -> Template:
+    return templates_for(target)[classify(st)]
 
 
-__all__ = ["TEMPLATES", "classify", "template_for", "Schedule"]
+__all__ = ["TEMPLATES", "classify", "template_for", "templates_for", "Schedule"]

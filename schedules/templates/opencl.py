@@ -1,0 +1,236 @@
+"""Schedule templates for OpenCL devices: NDRange mappings of each kernel family.
+
+Every template binds loops to ``group.*``/``local.*`` ids (see runtime/codegen/opencl.py) so the
+work-group shape is a knob; a work-group never exceeds ``max_work_group_size`` (the device's
+limit, capped at 256) and combinations beyond it raise ScheduleError before anything compiles.
+
+* elementwise / generic: the data axes fused into one loop, split into work-groups of ``local``
+  work-items with ``per_item`` elements each, contiguous (``layout`` chunk) or strided by the
+  group (``layout`` stride, neighbouring work-items touch neighbouring elements).
+* reduction: the fused data axes as above (``per_item`` outputs per work-item), the reduction run
+  serially in the work-item (``split_k``/``unroll_k``; ``order`` outer runs the reduction outside
+  the per-item outputs). Full reductions (no data axis) run on one work-item.
+* dot / conv: an output tile of ``local_x*tile_x`` rows by ``local_y*tile_y`` columns per
+  work-group (rows on ``group.y``, columns on ``group.x``, leading axes fused on ``group.z``);
+  each work-item computes ``tile_x x tile_y`` outputs, optionally accumulated in a private
+  ``cache_write`` buffer, with the reduction outside its tile loops.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+from ..schedule import Schedule, Stage, check
+from .base import Knob, Template, is_pow2, pow2_upto
+
+#: the largest work-group the templates make (whatever the device allows)
+MAX_LOCAL = 256
+
+
+def _flag(v) -> bool:
+    return v in (0, 1) and not isinstance(v, float)
+
+
+def _fused_data(s: Schedule, st: Stage):
+    """The stage's leading data loops fused into one (None when it has none)."""
+    lead = []
+    for v in st.leaf:
+        if v.kind != "data":
+            break
+        lead.append(v)
+    if not lead:
+        return None
+    ax = lead[0]
+    for v in lead[1:]:
+        ax = s.fuse(ax, v)
+    return ax
+
+
+def _n_data(st: Stage) -> int:
+    return math.prod(v.extent for v in st.op.axis) if st.op.axis else 0
+
+
+class _CLTemplate(Template):
+    def __init__(self, max_work_group_size: int = MAX_LOCAL):
+        self.max_local = max(1, min(int(max_work_group_size or MAX_LOCAL), MAX_LOCAL))
+
+    def _check_local(self, n: int) -> None:
+        check(n <= self.max_local, f"opencl: a work-group of {n} work-items exceeds the limit {self.max_local}")
+
+    def _map_1d(self, s: Schedule, f, local: int, per_item: int, layout: str):
+        """Bind fused loop ``f``: ``group.x`` x ``local.x`` work-items of ``per_item`` elements;
+        returns the per-item loop (or None)."""
+        self._check_local(local)
+        if layout == "stride" and per_item > 1:
+            a, l_ = s.split(f, local)
+            g, i = s.split(a, per_item)
+            s.reorder(g, l_, i)
+        else:
+            i = None
+            if per_item > 1:
+                f, i = s.split(f, per_item)
+            g, l_ = s.split(f, local)
+        s.bind(g, "group.x")
+        s.bind(l_, "local.x")
+        return i
+
+
+class ElementwiseCL(_CLTemplate):
+    family = "elementwise"
+    domains = {"local": is_pow2, "per_item": is_pow2, "layout": lambda v: v in ("chunk", "stride")}
+
+    def knobs(self, st, threads):
+        n = _n_data(st)
+        if not n:
+            return [Knob("local", (1,)), Knob("per_item", (1,)), Knob("layout", ("chunk",))]
+        return [Knob("local", pow2_upto(n, 1, self.max_local)), Knob("per_item", pow2_upto(n, 1, 16)),
+                Knob("layout", ("chunk", "stride"))]
+
+    def steps(self, s, st, c, threads):
+        check(c["layout"] == "chunk" or c["per_item"] > 1, "opencl: layout=stride needs per_item > 1")
+        f = _fused_data(s, st)
+        if f is None:
+            return
+        i = self._map_1d(s, f, c["local"], c["per_item"], c["layout"])
+        if i is not None:
+            s.unroll(i)
+
+
+class GenericCL(_CLTemplate):
+    family = "generic"
+    domains = {"local": is_pow2}
+
+    def knobs(self, st, threads):
+        n = _n_data(st)
+        return [Knob("local", pow2_upto(n, 1, self.max_local) if n else (1,))]
+
+    def steps(self, s, st, c, threads):
+        f = _fused_data(s, st)
+        if f is not None:
+            self._map_1d(s, f, c["local"], 1, "chunk")
+
+
+class ReductionCL(_CLTemplate):
+    family = "reduction"
+    domains = {"local": is_pow2, "per_item": is_pow2, "split_k": is_pow2, "unroll_k": _flag,
+               "order": lambda v: v in ("inner", "outer")}
+
+    def knobs(self, st, threads):
+        n = _n_data(st)
+        k = st.op.reduce_axis[-1].extent
+        ks = (1,) + tuple(v for v in pow2_upto(k, 4, 32) if v < k)
+        if not n:
+            return [Knob("split_k", ks), Knob("unroll_k", (0, 1))]
+        return [Knob("local", pow2_upto(n, 1, self.max_local)), Knob("per_item", pow2_upto(n, 1, 8)),
+                Knob("split_k", ks), Knob("unroll_k", (0, 1)), Knob("order", ("inner", "outer"))]
+
+    def steps(self, s, st, c, threads):
+        check(c["split_k"] > 1 or not c["unroll_k"], "opencl: unroll_k needs split_k > 1")
+        r = [v for v in st.leaf if v.kind == "reduce"]
+        ks = list(r)
+        if c["split_k"] > 1:
+            ko, ki = s.split(r[-1], c["split_k"])
+            ks = ks[:-1] + [ko, ki]
+            if c["unroll_k"]:
+                s.unroll(ki)
+        if "local" not in c:
+            return
+        check(c["order"] == "inner" or c["per_item"] > 1, "opencl: order=outer needs per_item > 1")
+        f = _fused_data(s, st)
+        if f is None:
+            return
+        if c["per_item"] > 1:
+            f, i = s.split(f, c["per_item"])
+        else:
+            i = None
+        g, l_ = s.split(f, c["local"])
+        self._check_local(c["local"])
+        s.bind(g, "group.x")
+        s.bind(l_, "local.x")
+        if i is not None:
+            s.reorder(g, l_, *((i, *ks) if c["order"] == "inner" else (*ks, i)))
+
+
+class TiledCL(_CLTemplate):
+    family = "dot"
+    domains = {"local_x": is_pow2, "local_y": is_pow2, "tile_x": is_pow2, "tile_y": is_pow2, "split_k": is_pow2,
+               "cache_write": _flag, "unroll": _flag}
+
+    def knobs(self, st, threads):
+        d = st.op.axis
+        x = d[-2].extent if len(d) >= 2 else 1
+        y = d[-1].extent
+        k = max(v.extent for v in st.op.reduce_axis)
+        return [Knob("local_x", pow2_upto(x, 1, 16)), Knob("local_y", pow2_upto(y, 1, 64)),
+                Knob("tile_x", pow2_upto(x, 1, 8)), Knob("tile_y", pow2_upto(y, 1, 8)),
+                Knob("split_k", (1,) + tuple(v for v in pow2_upto(k, 4, 16) if v < k)),
+                Knob("cache_write", (1, 0)), Knob("unroll", (1, 0))]
+
+    def steps(self, s, st, c, threads):
+        check(st.op.num_outputs == 1, f"opencl tiled: stage '{st.name}' has several outputs")
+        self._check_local(c["local_x"] * c["local_y"])
+        check(c["tile_x"] * c["tile_y"] <= 64, "opencl tiled: tile_x * tile_y must be <= 64 outputs per work-item")
+        d = list(st.op.axis)
+        out = st.op.output(0)
+        cc = s.cache_write(out, "local") if c["cache_write"] else None
+        y = d[-1]
+        yo, yi = s.split(y, c["local_y"] * c["tile_y"])
+        yl, yt = s.split(yi, c["tile_y"])
+        if len(d) >= 2:
+            xo, xi = s.split(d[-2], c["local_x"] * c["tile_x"])
+            xl, xt = s.split(xi, c["tile_x"])
+        else:
+            check(c["local_x"] == 1 and c["tile_x"] == 1, "opencl tiled: local_x/tile_x need two data axes")
+            xo = xl = xt = None
+        lead = d[:-2]
+        b = None
+        if lead:
+            b = lead[0]
+            for v in lead[1:]:
+                b = s.fuse(b, v)
+        grid = [v for v in (b, xo, yo, xl, yl) if v is not None]
+        tile = [v for v in (xt, yt) if v is not None]
+        rs = [v for v in st.leaf if v.kind == "reduce"]
+        if cc is None:
+            big = max(rs, key=lambda v: v.extent)
+            ks = [v for v in rs if v is not big] + [big]
+            if c["split_k"] > 1:
+                ko, ki = s.split(big, c["split_k"])
+                ks = ks[:-1] + [ko, ki]
+            s.reorder(*grid, *ks, *tile)
+        else:
+            s.reorder(*grid, *tile)
+        for v, th in ((b, "group.z"), (xo, "group.y"), (yo, "group.x"), (xl, "local.y"), (yl, "local.x")):
+            if v is not None:
+                s.bind(v, th)
+        if cc is not None:
+            s.compute_at(cc, yl)
+            cs = s.stage(cc)
+            cd = list(cs.op.axis)
+            cr = [v for v in cs.leaf if v.kind == "reduce"]
+            big = max(cr, key=lambda v: v.extent)
+            ks = [v for v in cr if v is not big] + [big]
+            if c["split_k"] > 1:
+                ko, ki = s.split(big, c["split_k"])
+                ks = ks[:-1] + [ko, ki]
+            s.reorder(*cd[:-2], *ks, *cd[-2:]) if len(cd) >= 2 else s.reorder(*ks, *cd)
+            if c["unroll"]:
+                s.unroll(cd[-1])
+        elif c["unroll"]:
+            s.unroll(tile[-1])
+
+
+class ConvCL(TiledCL):
+    family = "conv"
+
+
+@lru_cache(maxsize=None)
+def opencl_templates(max_work_group_size: int = MAX_LOCAL) -> dict:
+    """The OpenCL templates by family, for a device with this work-group limit."""
+    return {t.family: t for t in (ElementwiseCL(max_work_group_size), ReductionCL(max_work_group_size),
+                                  TiledCL(max_work_group_size), ConvCL(max_work_group_size),
+                                  GenericCL(max_work_group_size))}
+
+
+__all__ = ["MAX_LOCAL", "opencl_templates"]
