@@ -129,6 +129,18 @@ def divisors(n: int, hi: int | None = None) -> tuple[int, ...]:
     return tuple(d for d in range(1, (hi or n) + 1) if n % d == 0)
 
 
+def split_last_reduction(s: Schedule, axes, factor: int, unroll: bool) -> list:
+    """Split the last of the reduction ``axes`` by ``factor`` (``k = ko * factor + ki``) and
+    unroll ``ki`` when asked; returns the reduction loops outer to inner."""
+    ks = list(axes)
+    if factor > 1:
+        ko, ki = s.split(ks[-1], factor)
+        ks = ks[:-1] + [ko, ki]
+        if unroll:
+            s.unroll(ki)
+    return ks
+
+
 def parallel_fuse(s: Schedule, st: Stage, axes, threads: int, min_extent: int | None = None):
     """Fuse leading ``axes`` until there are ``4 * threads`` iterations; mark the loop parallel."""
     if not axes:
@@ -143,4 +155,5 @@ def parallel_fuse(s: Schedule, st: Stage, axes, threads: int, min_extent: int | 
     return ax
 
 
-__all__ = ["Knob", "Space", "Template", "pow2_upto", "divisors", "parallel_fuse", "is_pow2", "Any"]
+__all__ = ["Knob", "Space", "Template", "pow2_upto", "divisors", "parallel_fuse", "split_last_reduction",
+           "is_pow2", "Any"]

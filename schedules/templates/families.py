@@ -11,7 +11,7 @@ from ...dsl.ops import Op
 from ...dsl.tensor import Tensor
 from ..fusion import simd_reducible
 from ..schedule import Schedule, Stage, check
-from .base import Knob, Template, is_pow2, parallel_fuse, pow2_upto
+from .base import Knob, Template, is_pow2, parallel_fuse, pow2_upto, split_last_reduction
 
 
 def _flag(v) -> bool:
@@ -82,14 +82,8 @@ class Reduction(Template):
             r2 = _red(target)
         else:
             d2, r2 = d, r
-        ks = list(r2)
-        if c["split_k"] > 1:
-            ko, ki = s.split(r2[-1], c["split_k"])
-            ks = ks[:-1] + [ko, ki]
-            if c["unroll_k"]:
-                s.unroll(ki)
-        elif c["unroll_k"]:
-            check(False, "unroll_k needs split_k > 1")
+        check(c["split_k"] > 1 or not c["unroll_k"], "unroll_k needs split_k > 1")
+        ks = split_last_reduction(s, r2, c["split_k"], c["unroll_k"])
         if c["vector_k"]:
             check(c["order"] == "inner" and not c["unroll_k"], "vector_k needs order=inner and no unroll_k")
             s.vectorize(ks[-1])

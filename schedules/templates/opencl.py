@@ -22,7 +22,7 @@ import math
 from functools import lru_cache
 
 from ..schedule import Schedule, Stage, check
-from .base import Knob, Template, is_pow2, pow2_upto
+from .base import Knob, Template, is_pow2, pow2_upto, split_last_reduction
 
 #: the largest work-group the templates make (whatever the device allows)
 MAX_LOCAL = 256
@@ -127,13 +127,7 @@ class ReductionCL(_CLTemplate):
 
     def steps(self, s, st, c, threads):
         check(c["split_k"] > 1 or not c["unroll_k"], "opencl: unroll_k needs split_k > 1")
-        r = [v for v in st.leaf if v.kind == "reduce"]
-        ks = list(r)
-        if c["split_k"] > 1:
-            ko, ki = s.split(r[-1], c["split_k"])
-            ks = ks[:-1] + [ko, ki]
-            if c["unroll_k"]:
-                s.unroll(ki)
+        ks = split_last_reduction(s, [v for v in st.leaf if v.kind == "reduce"], c["split_k"], c["unroll_k"])
         if "local" not in c:
             return
         check(c["order"] == "inner" or c["per_item"] > 1, "opencl: order=outer needs per_item > 1")
