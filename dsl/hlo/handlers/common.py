@@ -182,3 +182,24 @@ def eval_scalar(e: Expr, env: dict):
 def reduce_compute(shape, f, name: str, tag: str = ""):
     """``compute(shape, f)`` for a body that is a reduction (``f`` takes the output indices)."""
     return compute(tuple(shape), f, name=name, tag=tag)
+
+
+def window_tap(o, k, stride: int, wdil: int, pad_lo: int, out_ext: int, size: int, in_ext: int,
+               ldil: int) -> tuple[list[Expr], Expr]:
+    """The input index read by output position ``o`` at window tap ``k`` (convolution and
+    reduce-window): ``p = o * stride + k * wdil - pad_lo`` on the input dilated by ``ldil``.
+    Returns the conditions under which ``p`` is a real input element (inside the input, not a
+    padding or dilation hole) and the input index ``p / ldil`` clamped into ``[0, in_ext)``."""
+    p = o * stride + k * wdil - pad_lo
+    lo = -pad_lo
+    hi = (out_ext - 1) * stride + (size - 1) * wdil - pad_lo
+    extent = (in_ext - 1) * ldil
+    conds = []
+    if lo < 0:
+        conds.append(binary(Op.GE, p, 0))
+    if hi > extent:
+        conds.append(binary(Op.LE, p, extent))
+    if ldil > 1:
+        conds.append(binary(Op.EQ, p % ldil, 0))
+        return conds, clip(p // ldil, 0, in_ext - 1)
+    return conds, clip(p, 0, in_ext - 1, (lo, hi))

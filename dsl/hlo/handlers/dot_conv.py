@@ -13,7 +13,7 @@ from ...expr import binary, cast, const, select
 from ...ops import Op
 from ...tensor import reduce_axis
 from ...tensor import sum as dsl_sum
-from .common import all_of, clip, dims_of, dtype_of, ew, ints, load, reduce_compute, unsupported
+from .common import all_of, dims_of, window_tap, dtype_of, ew, ints, load, reduce_compute, unsupported
 
 
 def _acc_type(d: DType) -> DType:
@@ -117,19 +117,9 @@ def lower_convolution(ctx, instr, operands):
         for s, (la, ra, oa) in enumerate(sp):
             k = ks[s]
             rix[ra] = size[s] - 1 - k if rev[s] else k
-            p = i[oa] * stride[s] + k * rdil[s] - pad[s][0]
-            lo = -pad[s][0]
-            hi = (out[oa] - 1) * stride[s] + (size[s] - 1) * rdil[s] - pad[s][0]
-            extent = (lhs.shape[la] - 1) * ldil[s]
-            if lo < 0:
-                conds.append(binary(Op.GE, p, 0))
-            if hi > extent:
-                conds.append(binary(Op.LE, p, extent))
-            if ldil[s] > 1:
-                conds.append(binary(Op.EQ, p % ldil[s], 0))
-                li[la] = clip(p // ldil[s], 0, lhs.shape[la] - 1)
-            else:
-                li[la] = clip(p, 0, lhs.shape[la] - 1, (lo, hi))
+            c, li[la] = window_tap(i[oa], k, stride[s], rdil[s], pad[s][0], out[oa], size[s], lhs.shape[la],
+                                   ldil[s])
+            conds += c
         prod = binary(Op.MUL, cast(load(lhs, li), acc), cast(load(rhs, rix), acc))
         c = all_of(conds)
         if c is not None:

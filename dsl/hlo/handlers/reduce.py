@@ -22,7 +22,7 @@ from ...tensor import max as dsl_max
 from ...tensor import min as dsl_min
 from ...tensor import prod as dsl_prod
 from ...tensor import sum as dsl_sum
-from .common import all_of, clip, const_value, dims_of, ew, ints, load, reduce_compute, unsupported
+from .common import all_of, const_value, window_tap, dims_of, ew, ints, load, reduce_compute, unsupported
 
 _BUILTIN_OPS = (Op.ADD, Op.MUL, Op.MAX, Op.MIN, Op.AND, Op.OR)
 
@@ -177,19 +177,10 @@ def lower_reduce_window(ctx, instr, operands):
     def f(*i):
         conds, idx = [], []
         for d in range(rank):
-            p = i[d] * stride[d] + ks[d] * wdil[d] - pad[d][0]
-            lo = -pad[d][0]
-            hi = (shape[d] - 1) * stride[d] + (size[d] - 1) * wdil[d] - pad[d][0]
-            ext = (xs[0].shape[d] - 1) * bdil[d]
-            if lo < 0:
-                conds.append(binary(Op.GE, p, 0))
-            if hi > ext:
-                conds.append(binary(Op.LE, p, ext))
-            if bdil[d] > 1:
-                conds.append(binary(Op.EQ, p % bdil[d], 0))
-                idx.append(clip(p // bdil[d], 0, xs[0].shape[d] - 1))
-            else:
-                idx.append(clip(p, 0, xs[0].shape[d] - 1, (lo, hi)))
+            c, x = window_tap(i[d], ks[d], stride[d], wdil[d], pad[d][0], shape[d], size[d], xs[0].shape[d],
+                              bdil[d])
+            conds += c
+            idx.append(x)
         return red.reduce([load(x, idx) for x in xs], ks, all_of(conds))
     return red.build(instr, shape, f)
 
