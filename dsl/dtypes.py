@@ -7,6 +7,7 @@ A ``DType`` is interned by name: ``dtype("float32") is float32``. bfloat16 maps 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import ml_dtypes
 import numpy as np
@@ -22,7 +23,7 @@ class DType:
     kind: str
     bits: int
 
-    @property
+    @cached_property
     def np(self) -> np.dtype:
         return np.dtype(ml_dtypes.bfloat16) if self.name == "bfloat16" else np.dtype(self.name)
 
