@@ -14,7 +14,7 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Iterator
 
 from ..dsl.errors import ConfigError, HlotuneError
 
@@ -312,4 +312,4 @@ def iter_jsonl(path) -> Iterator[dict]:
                 yield json.loads(line)
 
 
-__all__ = ["Database", "Trial", "FAILURES", "SCHEMA_VERSION", "config_key", "iter_jsonl", "Iterable"]
+__all__ = ["Database", "Trial", "FAILURES", "SCHEMA_VERSION", "config_key", "iter_jsonl"]

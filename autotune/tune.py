@@ -13,7 +13,6 @@ import hashlib
 import json
 import logging
 import math
-import time
 from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
@@ -203,4 +202,4 @@ def summary_table(results: list[TaskResult]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["tune_graph", "summary_table", "TaskResult", "warm_start_configs", "time"]
+__all__ = ["tune_graph", "summary_table", "TaskResult", "warm_start_configs"]

@@ -96,9 +96,6 @@ class Stage:
               f"leaf axes are {[x.name for x in self.leaf]}")
         return v
 
-    @property
-    def is_output_of_reduction(self) -> bool:
-        return self.op.is_reduction
 
 
 class Schedule:

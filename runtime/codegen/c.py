@@ -7,7 +7,6 @@ from __future__ import annotations
 from functools import lru_cache
 
 from ...dsl.errors import ScheduleError
-from ...dsl.expr import Expr
 from ...dsl.ops import Op
 from ...schedules.loops import Allocate, For, LoweredFunc
 from ...dsl import dtypes as dt
@@ -132,4 +131,4 @@ def render_c(fn: LoweredFunc) -> str:
     return CRenderer().render(fn)
 
 
-__all__ = ["CRenderer", "render_c", "helpers", "Expr"]
+__all__ = ["CRenderer", "render_c", "helpers"]

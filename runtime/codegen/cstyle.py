@@ -17,7 +17,7 @@ from ...dsl import dtypes as dt
 from ...dsl.dtypes import DType
 from ...dsl.errors import LoweringError
 from ...dsl.expr import Expr, binary
-from ...dsl.ops import GroupOp, Op
+from ...dsl.ops import Op
 from ...schedules.bounds import simplify
 from ...schedules.loops import Allocate, Assign, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store
 
@@ -329,4 +329,4 @@ def used_ops(fn: LoweredFunc) -> set[Op]:
     return ops
 
 
-__all__ = ["CStyleRenderer", "used_ops", "GroupOp"]
+__all__ = ["CStyleRenderer", "used_ops", "RESERVED"]

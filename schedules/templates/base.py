@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any
 
 from ...dsl.errors import ConfigError
 from ..schedule import Schedule, Stage
@@ -156,4 +155,4 @@ def parallel_fuse(s: Schedule, st: Stage, axes, threads: int, min_extent: int | 
 
 
 __all__ = ["Knob", "Space", "Template", "pow2_upto", "divisors", "parallel_fuse", "split_last_reduction",
-           "is_pow2", "Any"]
+           "is_pow2"]

@@ -10,7 +10,7 @@ from ...dsl.expr import walk
 from ...dsl.ops import Op
 from ...dsl.tensor import Tensor
 from ..fusion import simd_reducible
-from ..schedule import Schedule, Stage, check
+from ..schedule import Stage, check
 from .base import Knob, Template, is_pow2, parallel_fuse, pow2_upto, split_last_reduction
 
 
@@ -254,4 +254,4 @@ def template_for(st: Stage, target=None) -> Template:
     return templates_for(target)[classify(st)]
 
 
-__all__ = ["TEMPLATES", "classify", "template_for", "templates_for", "Schedule"]
+__all__ = ["TEMPLATES", "classify", "template_for", "templates_for"]
