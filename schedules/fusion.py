@@ -97,9 +97,44 @@ def fuse_default(s: Schedule) -> None:
             s.compute_inline(st.op.output(0))
 
 
+def _tiled_default(s: Schedule, st: Stage, threads: int) -> bool:
+    """Dots and convolutions whose inputs are not contiguous along the reduction get the tiled
+    template with a register-tile config that is good on CPUs (4 rows x up to 64 vectorized
+    columns accumulated in a local buffer, k outermost in the tile). The config is tried on a
+    replayed copy first, so a shape it does not fit leaves ``s`` untouched. True if applied."""
+    from ..dsl.errors import ConfigError, ScheduleError
+    from .templates.families import TEMPLATES, classify
+    fam = classify(st)
+    if fam not in ("dot", "conv"):
+        return False
+    data = [v for v in st.op.axis]
+    red = list(st.op.reduce_axis)
+    if simd_reducible(st) and _contiguous_in(st, red[-1]) > _contiguous_in(st, data[-1]):
+        return False
+    t = TEMPLATES[fam]
+    space = t.space(st, threads)
+
+    def pick(name, want):
+        vals = [v for v in space.knob(name).values if v <= want] or list(space.knob(name).values)
+        return max(vals)
+    c = {"tile_x": pick("tile_x", 4), "tile_y": pick("tile_y", 64), "split_k": 1, "order": "kxy",
+         "cache_write": 1, "unroll_x": 1, "parallel": max(space.knob("parallel").values)}
+    try:
+        trial = Schedule.from_json(s.graph, s.to_json())
+        t.apply(trial, trial.stage(st.name), c, threads)
+        trial.lower()
+    except (ScheduleError, ConfigError):
+        return False
+    t.apply(s, st, c, threads)
+    return True
+
+
 def loop_default(s: Schedule, st: Stage, threads: int | None = None) -> None:
-    """Parallel outer loops and a vectorized inner loop for one root stage."""
+    """Parallel outer loops and a vectorized inner loop for one root stage (a register-tiled
+    schedule for dots and convolutions)."""
     threads = threads or os.cpu_count() or 1
+    if _tiled_default(s, st, threads):
+        return
     data = [v for v in st.leaf if v.kind == "data"]
     red = [v for v in st.leaf if v.kind == "reduce"]
     work = 1
