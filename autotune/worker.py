@@ -36,18 +36,15 @@ def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str 
     if want.dtype.kind in "iub":
         bad = np.count_nonzero(got != want)
         return None if bad == 0 else f"{bad} of {want.size} integer elements differ"
-    a = got.astype(np.float64)
-    b = want.astype(np.float64)
-    same = (np.isnan(a) & np.isnan(b)) | (a == b)
-    diff = np.where(same, 0.0, np.abs(a - b))
-    diff = np.where(np.isnan(diff), np.inf, diff)
-    lim = atol + rtol * np.abs(np.where(np.isfinite(b), b, 0.0))
-    bad = diff > lim
+    from hlotune.dsl.reference import abs_error, tolerance_limit
+    diff = abs_error(got, want)
+    bad = diff > tolerance_limit(want, rtol, atol)
     if not bad.any():
         return None
     k = int(np.argmax(np.where(bad, diff, -1)))
     return (f"{int(bad.sum())} of {want.size} elements differ beyond rtol={rtol:g} atol={atol:g}; "
-            f"max abs err {float(diff.max()):.3g} at flat index {k} (got {a.flat[k]!r}, want {b.flat[k]!r})")
+            f"max abs err {float(diff.max()):.3g} at flat index {k} "
+            f"(got {float(got.flat[k])!r}, want {float(want.flat[k])!r})")
 
 
 def _outputs(specs) -> list[np.ndarray]:

@@ -324,3 +324,20 @@ def evaluate(outputs, inputs, input_tensors: Sequence[Tensor] | None = None) -> 
             values[id(op)] = tuple(np.asarray(o, d.np).reshape(shp)
                                    for o, d, shp in zip(outs, op.out_dtypes, op.out_shapes))
     return [values[id(t.op)][t.value_index] for t in g.outputs]
+
+
+def abs_error(got, want) -> np.ndarray:
+    """``|got - want|`` in float64, where matching NaNs and equal infinities count as 0 and a
+    NaN or infinity facing anything else counts as ``inf``: the error every answer check uses."""
+    a = np.asarray(got).astype(np.float64)
+    b = np.asarray(want).astype(np.float64)
+    same = (np.isnan(a) & np.isnan(b)) | (a == b)
+    with np.errstate(invalid="ignore"):
+        diff = np.where(same, 0.0, np.abs(a - b))
+    return np.where(np.isnan(diff), np.inf, diff)
+
+
+def tolerance_limit(want, rtol: float, atol: float) -> np.ndarray:
+    """``atol + rtol * |want|`` per element (non-finite reference values add no relative slack)."""
+    b = np.asarray(want).astype(np.float64)
+    return atol + rtol * np.abs(np.where(np.isfinite(b), b, 0.0))

@@ -31,6 +31,7 @@ def _load_inputs(module, path):
 def check_outputs(outs, ref_path, rtol=None, atol=None) -> list[dict]:
     """Compare ``outs`` with ``out0, out1, ...`` of an npz; one dict per output."""
     from .api import tolerance
+    from .dsl.reference import abs_error, tolerance_limit
     z = np.load(ref_path)
     rows = []
     for k, o in enumerate(outs):
@@ -46,15 +47,9 @@ def check_outputs(outs, ref_path, rtol=None, atol=None) -> list[dict]:
         rt, at = tolerance(r.dtype, float(fin.max()) if fin.size else 1.0)
         rt = rt if rtol is None else rtol
         at = at if atol is None else atol
-        a = o.astype(np.float64)
-        b = r.astype(np.float64)
-        both_nan = np.isnan(a) & np.isnan(b)
-        same_inf = np.isinf(a) & (a == b)
-        with np.errstate(invalid="ignore"):
-            diff = np.where(both_nan | same_inf, 0.0, np.abs(a - b))
-        diff = np.where(np.isnan(diff), np.inf, diff)
-        rel = diff / np.maximum(np.abs(b), 1e-30)
-        ok = bool(np.all(diff <= at + rt * np.abs(np.where(np.isfinite(b), b, 0))))
+        diff = abs_error(o, r)
+        rel = diff / np.maximum(np.abs(r.astype(np.float64)), 1e-30)
+        ok = bool(np.all(diff <= tolerance_limit(r, rt, at)))
         rows.append({"output": key, "ok": ok, "max_abs": float(diff.max(initial=0.0)),
                      "max_rel": float(np.where(diff > 0, rel, 0).max(initial=0.0)), "rtol": rt, "atol": at})
     if len(z.files) and len([f for f in z.files if f.startswith("out")]) != len(outs):

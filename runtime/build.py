@@ -6,6 +6,7 @@ import numpy as np
 
 from ..dsl.errors import KernelArgumentError
 from ..schedules.loops import LoweredFunc
+from ..schedules.lower import lower
 from ..schedules.schedule import Schedule
 from .codegen.c import render_c
 from .cpu import Library, compile_c
@@ -100,13 +101,12 @@ class Kernel(KernelBase):
 
 
 def build(schedule, target="cpu", name: str = "kernel") -> KernelBase:
-    """Compile ``schedule`` (a Schedule, or tensors for the default schedule) for ``target``
-    (``cpu``, ``opencl[:P:D|:NAME]`` or a Target)."""
+    """Compile ``schedule`` (a Schedule, or output tensors: then an unscheduled one) for
+    ``target`` (``cpu``, ``opencl[:P:D|:NAME]`` or a Target)."""
     if not isinstance(schedule, Schedule):
         schedule = Schedule(schedule)
     t = get_target(target)
-    fn = schedule.lower() if name == "kernel" else __import__(
-        "hlotune.schedules.lower", fromlist=["lower"]).lower(schedule, name)
+    fn = lower(schedule, name)
     if t.kind == "opencl":
         from .opencl import build_opencl
         return build_opencl(fn, t)
