@@ -162,10 +162,9 @@ class Measurer:
             steps = [step_to_json(x) for x in s.steps]
             fn = s.lower()
             if t.kind == "opencl":
-                from ..runtime.codegen.opencl import render_opencl
+                from ..runtime.codegen.opencl import render_for
                 from ..runtime.opencl import launch_spec
-                prog = render_opencl(fn, fp16=t.fp16, fp64=t.fp64, max_work_group_size=t.max_work_group_size or None,
-                                     max_work_item_sizes=t.max_work_item_sizes or None, device=f"'{t.device}'")
+                prog = render_for(fn, t)
                 return _Built(config or {}, steps, cl=launch_spec(fn, prog, t))
             src = render_c(fn)
         except (ScheduleError, ConfigError, LoweringError, DSLError, TargetError) as e:

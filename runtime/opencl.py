@@ -28,7 +28,7 @@ import numpy as np
 from ..dsl.errors import CompileError, DeviceError, MissingDependencyError, TargetError
 from ..schedules.loops import LoweredFunc
 from .build import KernelBase
-from .codegen.opencl import Program, render_opencl
+from .codegen.opencl import Program, render_for
 from .targets import Target, _version
 from .timing import TimingResult, measure
 
@@ -361,9 +361,7 @@ class OpenCLKernel(KernelBase):
 
 def build_opencl(fn: LoweredFunc, target: OpenCLTarget) -> OpenCLKernel:
     """Render ``fn`` for ``target``'s device, build it (cached) and wrap it as a kernel."""
-    prog = render_opencl(fn, fp16=target.fp16, fp64=target.fp64,
-                         max_work_group_size=target.max_work_group_size or None,
-                         max_work_item_sizes=target.max_work_item_sizes or None, device=f"'{target.device}'")
+    prog = render_for(fn, target)
     return OpenCLKernel(fn, prog, target, device_context(target.platform_index, target.device_index))
 
 

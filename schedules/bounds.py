@@ -145,11 +145,31 @@ def const_difference(a: Expr, b: Expr) -> int | None:
 
 
 def simplify(e: Expr) -> Expr:
-    """Rebuild an affine index expression from its linear form (``(a*4+b) - a*4`` -> ``b``)."""
+    """Rebuild an affine index expression from its linear form (``(a*4+b) - a*4`` -> ``b``,
+    ``(x/c)*c*k + (x%c)*k`` -> ``x*k``)."""
     lf = linear(e)
     if lf is None or not e.dtype.is_int:
         return e
-    return _from_linear(lf[0], lf[1], e.dtype)
+    return _from_linear(_merge_divmod(lf[0]), lf[1], e.dtype)
+
+
+def _merge_divmod(terms: dict) -> dict:
+    """Fold ``k*c*(x/c) + k*(x%c)`` into ``k*x`` (true for C's and floor division alike)."""
+    for key, (k, at) in list(terms.items()):
+        if key not in terms or at.op not in (Op.REM, Op.FLOORMOD) or at.src[1].op is not Op.CONST:
+            continue
+        c = at.src[1].arg
+        dop = Op.DIV if at.op is Op.REM else Op.FLOORDIV
+        dkey = (dop.value, at.dtype.name, None, (ident_key(at.src[0]), ident_key(at.src[1])))
+        inner = linear(at.src[0])
+        if dkey not in terms or terms[dkey][0] != k * c or inner is None or inner[1]:
+            continue
+        del terms[key], terms[dkey]
+        for ik, (ic, iat) in inner[0].items():
+            terms[ik] = (terms.get(ik, (0, iat))[0] + ic * k, iat)
+        terms = {a: v for a, v in terms.items() if v[0] != 0}
+        return _merge_divmod(terms)
+    return terms
 
 
 def simplify_index(e: Expr, ranges: dict) -> Expr:

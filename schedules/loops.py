@@ -2,7 +2,8 @@
 
 Statements: ``For`` (``var`` runs over ``[0, extent)``; ``kind`` serial, parallel, vectorize,
 unroll or ``bind:<thread>``), ``Store`` (``buffer[indices] = value``), ``Allocate`` (a buffer
-live in ``body``), ``If``, ``Let`` (a scalar ``var = value`` visible in ``body``) and ``Seq``.
+live in ``body``), ``If``, ``Let`` (a scalar ``var = value`` visible in ``body``), ``Barrier``
+(every work-item of the group waits here; a no-op without work-groups) and ``Seq``.
 Buffer reads inside expressions are ``Expr(Op.LOAD, dtype, indices, buffer)``.
 """
 
@@ -18,8 +19,9 @@ from ..dsl.printer import expr_str
 
 @dataclass(frozen=True, eq=False)
 class Buffer:
-    """A row-major array: ``scope`` is 'arg' (kernel argument), 'global' (heap temporary) or
-    'local' (per-thread scratch, declared where it is allocated)."""
+    """A row-major array: ``scope`` is 'arg' (kernel argument), 'global' (heap temporary),
+    'local' (per-thread scratch, declared where it is allocated) or 'shared' (one copy per
+    work-group, filled cooperatively; per-thread scratch where there are no work-groups)."""
 
     name: str
     dtype: DType
@@ -84,6 +86,11 @@ class Assign(Stmt):
     """Update the scalar ``var`` declared by an enclosing ``Let``."""
     var: IterVar
     value: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class Barrier(Stmt):
+    """Work-group barrier: 'shared' buffers written before it are visible after it."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -163,4 +170,6 @@ def stmt_str(s: Stmt, depth: int = 0) -> str:
         return f"{pad}{s.var.name} = {expr_str(s.value)}\n" + stmt_str(s.body, depth)
     if isinstance(s, Assign):
         return f"{pad}{s.var.name} = {expr_str(s.value)}\n"
+    if isinstance(s, Barrier):
+        return f"{pad}barrier()\n"
     raise TypeError(f"not a statement: {s!r}")

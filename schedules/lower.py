@@ -19,7 +19,7 @@ from ..dsl.expr import Expr, IterVar, as_expr, binary, substitute, walk
 from ..dsl.ops import Op
 from ..dsl.tensor import PlaceholderOp, Tensor, input_tensors
 from .bounds import Interval, const_difference, interval, simplify_index, static_range
-from .loops import Allocate, Assign, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store, seq
+from .loops import Allocate, Assign, Barrier, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store, seq
 from .schedule import FuseRel, Schedule, SplitRel, Stage, check
 
 #: Root intermediates up to this many bytes live on the stack; larger ones on the heap.
@@ -279,9 +279,19 @@ class _Lowerer:
         return out
 
     def attach_at(self, v: IterVar, rest: Stmt) -> Stmt:
-        for p in reversed(self.attached.get(v, [])):
-            rest = self.compute_attached(p, rest)
-        return rest
+        """The stages attached at loop ``v`` computed (in order) before ``rest``; when any is a
+        'shared' buffer, the work-group waits after the fills and again after ``rest`` (before
+        the next iteration refills)."""
+        ps = self.attached.get(v, [])
+        if not ps:
+            return rest
+        nests = [self.stage_nest(p, dict(zip(p.op.axis, self.planned[p.name]))) for p in ps]
+        bufs = [self.regions[p.name].buffers[0] for p in ps]
+        sync = [Barrier()] if any(b.scope == "shared" for b in bufs) else []
+        out = seq(*nests, *sync, rest, *sync)
+        for b in reversed(bufs):
+            out = Allocate(b, out)
+        return out
 
     # -------------------------------------------------------------- compute_at
     def plan_attached(self, p: Stage, at: IterVar) -> None:
@@ -293,14 +303,10 @@ class _Lowerer:
         region = self.infer_region(p, cons, at)
         shape = tuple(iv.ext for iv in region)
         d = p.op.body[0].dtype
-        buf = Buffer(p.name, d, shape, "global" if _nbytes(d, shape) > STACK_BYTES else "local")
+        scope = "shared" if p.scope == "shared" else "global" if _nbytes(d, shape) > STACK_BYTES else "local"
+        buf = Buffer(p.name, d, shape, scope)
         self.regions[p.name] = _Region((buf,), tuple(iv.lo for iv in region), tuple(iv.ext for iv in region))
         self.planned[p.name] = region
-
-    def compute_attached(self, p: Stage, rest: Stmt) -> Stmt:
-        region = self.planned[p.name]
-        nest = self.stage_nest(p, dict(zip(p.op.axis, region)))
-        return Allocate(self.regions[p.name].buffers[0], seq(nest, rest))
 
     def infer_region(self, p: Stage, cons: Stage, at: IterVar) -> list[Interval]:
         """Region of ``p`` that ``cons`` reads inside loop ``at`` (loops outside and ``at`` fixed)."""
@@ -334,14 +340,25 @@ class _Lowerer:
         sites: list[tuple[Expr, ...]] = []
         for b in self.body(cons):
             for e in walk([b]):
-                if e.op is Op.LOAD and isinstance(e.arg, Tensor) and e.arg.op is p.op:
+                if e.op is Op.LOAD and isinstance(e.arg, Tensor) and self._stage_of(e.arg) is p:
                     sites.append(e.src)
         check(sites, f"compute_at: '{cons.name}' does not read '{p.name}'")
+        group = self._group_env() if p.scope == "shared" else {}
         region = []
         for d, dim in enumerate(p.op.shape):
-            ivs = [interval(s[d], env) for s in sites]
+            ivs = [_relax(interval(s[d], env), group) for s in sites]
             region.append(self._union(ivs, dim))
         return region
+
+    def _group_env(self) -> dict[IterVar, Interval]:
+        """Every loop bound to a work-item index (``local.*``/``threadIdx.*``) over its range: a
+        'shared' buffer serves all work-items of the group."""
+        out = {}
+        for st in self.s.stages.values():
+            for v, a in st.annotations.items():
+                if a.startswith(("bind:local.", "bind:threadIdx.")):
+                    out[v] = Interval(as_expr(0, dt.index), max(v.extent, 1))
+        return out
 
     def _union(self, ivs: list[Interval | None], dim: int) -> Interval:
         full = Interval(as_expr(0, dt.index), dim)
@@ -392,6 +409,14 @@ class _Lowerer:
             stmt = Allocate(b, stmt)
         _validate(stmt)
         return LoweredFunc(name, tuple(self.args), len(self.g.inputs), stmt)
+
+
+def _relax(iv: Interval | None, group: dict) -> Interval | None:
+    """``iv`` widened to cover every value its start takes as the ``group`` variables vary."""
+    if iv is None or not group:
+        return iv
+    lo = interval(iv.lo, group)
+    return None if lo is None else Interval(lo.lo, lo.ext - 1 + iv.ext)
 
 
 def _extents(st: Stage, data_ext: list[int] | None) -> dict[IterVar, int]:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from ..dsl.errors import ScheduleError
 from ..dsl.expr import Expr, IterVar, ReduceSpec, substitute
 from ..dsl.ops import Op
-from ..dsl.tensor import ComputeOp, Graph, Tensor
-from .steps import (ANNOTATIONS, Annotate, Bind, CacheWrite, ComputeAt, ComputeInline, Fuse,
+from ..dsl.tensor import ComputeOp, Graph, Tensor, input_tensors
+from .steps import (ANNOTATIONS, Annotate, Bind, CacheRead, CacheWrite, ComputeAt, ComputeInline, Fuse,
                     Reorder, Split, step_from_json, step_to_json)
 
 
@@ -56,6 +56,7 @@ class Stage:
     scope: str = "global"
     vars: dict = field(default_factory=dict)             # name -> IterVar (every var ever made)
     origin: ComputeOp | None = None                      # op before cache_write (what readers load)
+    former: list = field(default_factory=list)           # ops this stage's op replaced (cache_read)
     local: dict = field(default_factory=dict)            # IterVar -> its unique name in this stage
 
     def __post_init__(self):
@@ -230,6 +231,46 @@ class Schedule:
         """Substitute ``tensor``'s definition into its readers (no buffer, no loop nest)."""
         self.apply(ComputeInline(self.stage(tensor).name))
 
+    def cache_read(self, tensor, scope: str = "shared", readers=None) -> Tensor:
+        """Copy ``tensor`` (an input or a stage) into a new stage ``<name>.<scope>`` that
+        ``readers`` (default: every stage reading it) load instead: ``cache[i] = tensor[i]``.
+
+        ``scope`` 'shared' (CUDA's name) or 'local' (OpenCL's) is work-group memory:
+        ``compute_at`` the cache inside the reader's loops and it holds the region that the whole
+        work-group reads there (loops bound to ``local.*`` range over the group), filled
+        cooperatively by binding its own loops to ``local.*``, with barriers around the fill.
+        Without binds (the cpu target) it is a packed per-iteration copy of that region.
+        """
+        if isinstance(tensor, Tensor):
+            name = self._tensor_name(tensor)
+        else:
+            name = str(tensor)
+        if readers is None:
+            rs = tuple(st.name for st in self.stages.values()
+                       if st.attach != ("inline",) and _reads(self, st.op, self._tensor_named(name)))
+        else:
+            rs = tuple(self.stage(r).name for r in readers)
+        return self.apply(CacheRead(name, scope, rs))
+
+    def _tensor_name(self, t: Tensor) -> str:
+        for x, nm in zip(self.graph.inputs, self.graph.input_names):
+            if x.op is t.op and x.value_index == t.value_index:
+                return nm
+        st = self.stage(t)
+        check(t.value_index == 0 and st.op.num_outputs == 1,
+              f"cache_read: '{st.name}' has several outputs")
+        return st.name
+
+    def _tensor_named(self, name: str) -> Tensor:
+        for x, nm in zip(self.graph.inputs, self.graph.input_names):
+            if nm == name:
+                return x
+        check(name in self.stages, f"cache_read: no input or stage named '{name}' "
+              f"(inputs: {', '.join(self.graph.input_names)}; stages: {', '.join(self.stages)})")
+        st = self.stages[name]
+        check(st.op.num_outputs == 1, f"cache_read: '{name}' has several outputs")
+        return st.op.output(0)
+
     def cache_write(self, tensor, scope: str = "local") -> Tensor:
         """Compute ``tensor`` into a new stage ``<name>.<scope>`` and copy it out; returns the
         new tensor (schedule its axes, then ``compute_at`` it into ``tensor``'s loops)."""
@@ -261,6 +302,8 @@ class Schedule:
 
 def apply_step(s: Schedule, step):
     """Apply one step record to schedule ``s``, checking its preconditions."""
+    if isinstance(step, CacheRead):
+        return _cache_read(s, step)
     st = s.stage(step.stage)
     if isinstance(step, Split):
         check(isinstance(step.factor, int) and step.factor >= 1,
@@ -339,7 +382,51 @@ def apply_step(s: Schedule, step):
 
 
 def _is_output(s: Schedule, st: Stage) -> bool:
-    return any(t.op is st.op or t.op is st.origin for t in s.graph.outputs)
+    return any(t.op is st.op or t.op is st.origin or any(t.op is f for f in st.former)
+               for t in s.graph.outputs)
+
+
+def _same(s: Schedule, a: Tensor, t: Tensor) -> bool:
+    """``a`` is ``t``, or an output of the same stage before cache_read/cache_write replaced its op."""
+    if a.value_index != t.value_index:
+        return False
+    st = s.stage_of_op(t.op)
+    return a.op is t.op or (st is not None and s.stage_of_op(a.op) is st)
+
+
+def _reads(s: Schedule, op: ComputeOp, t: Tensor) -> bool:
+    return any(_same(s, x, t) for x in input_tensors(op))
+
+
+def _cache_read(s: Schedule, step: CacheRead) -> Tensor:
+    check(step.scope in ("shared", "local"),
+          f"cache_read: unknown scope '{step.scope}' ('shared', or 'local' as OpenCL names work-group memory)")
+    t = s._tensor_named(step.stage)
+    check(step.readers, f"cache_read: '{step.stage}' has no readers to redirect")
+    readers = [s.stage(r) for r in step.readers]
+    for r in readers:
+        check(r.attach != ("inline",), f"cache_read: reader '{r.name}' is inlined")
+        check(_reads(s, r.op, t), f"cache_read: stage '{r.name}' does not read '{step.stage}'")
+    axes = tuple(IterVar(f"ax{d}", n, "data") for d, n in enumerate(t.shape))
+    cache_op = ComputeOp(f"{step.stage}.{step.scope}", axes, (), (t[axes],), "cache_read")
+    cache_t = cache_op.output(0)
+    check(cache_op.name not in s.stages, f"cache_read: stage '{cache_op.name}' exists already")
+    first = min(readers, key=lambda r: list(s.stages).index(r.name))
+    s._add_stage(Stage(cache_op.name, cache_op, list(axes), scope="shared"), before=first)
+
+    def load_fn(e, idx):
+        a = e.arg
+        if isinstance(a, Tensor) and _same(s, a, t):
+            return cache_t[idx]
+        return None
+
+    for r in readers:
+        op = r.op
+        new = ComputeOp(op.name, op.axis, op.reduce_axis, tuple(substitute(b, {}, load_fn) for b in op.body), op.tag)
+        r.former.append(op)
+        r.op = new
+        s._by_op[id(new)] = r
+    return cache_t
 
 
 def _cache_write(s: Schedule, st: Stage, scope: str) -> Tensor:

@@ -71,8 +71,17 @@ class CacheWrite:
     scope: str
 
 
+@dataclass(frozen=True)
+class CacheRead:
+    """Copy tensor ``stage`` (a stage or input name) into a new stage ``<stage>.<scope>`` that
+    the ``readers`` stages load instead."""
+    stage: str
+    scope: str
+    readers: tuple[str, ...]
+
+
 STEP_TYPES = {c.__name__: c for c in (Split, Reorder, Fuse, Annotate, Bind, ComputeAt,
-                                      ComputeInline, CacheWrite)}
+                                      ComputeInline, CacheWrite, CacheRead)}
 ANNOTATIONS = ("parallel", "vectorize", "unroll")
 
 

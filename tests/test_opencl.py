@@ -233,6 +233,69 @@ def test_bind_with_cache_write_register_tile():
     assert f.launches[0].local_size == (4, 4) and "C_local[16]" in f.source
 
 
+def _local_memory_matmul(M, N, K, lx=4, ly=8, tx=2, ty=2, kt=8, bind=True):
+    """C = A @ B with per-work-item register tiles and the A/B slices of each k-step staged in
+    local memory, filled cooperatively by the work-group."""
+    C = matmul(M, N, K)
+    s = hlotune.Schedule(C)
+    CL = s.cache_write(C, "local")
+    caches = [s.cache_read(t, "local", [CL]) for t in ("A", "B")]
+    i, j = C.op.axis
+    io, ii = s.split(i, lx * tx)
+    il, it = s.split(ii, tx)
+    jo, ji = s.split(j, ly * ty)
+    jl, jt = s.split(ji, ty)
+    s.reorder(io, jo, il, jl, it, jt)
+    if bind:
+        for ax, th in ((io, "group.y"), (jo, "group.x"), (il, "local.y"), (jl, "local.x")):
+            s.bind(ax, th)
+    s.compute_at(CL, jl)
+    ko, ki = s.split(CL.op.reduce_axis[0], kt)
+    s.reorder(ko, ki, *CL.op.axis)
+    for X in caches:
+        s.compute_at(X, ko)
+        f = s.fuse(*X.op.axis)
+        f, x = s.split(f, ly)
+        f, y = s.split(f, lx)
+        if bind:
+            s.bind(y, "local.y")
+            s.bind(x, "local.x")
+    return s
+
+
+@needs_device
+@pytest.mark.parametrize("shape", [(64, 64, 32), (50, 45, 20)])
+def test_cache_read_local_memory_cooperative_matmul(shape):
+    f = check(_local_memory_matmul(*shape), rtol=1e-4, atol=1e-4)
+    src = f.source
+    assert "__local float A_local[64];" in src and "__local float B_local[128];" in src
+    assert src.count("barrier(CLK_LOCAL_MEM_FENCE);") == 2     # after the fills, after their use
+    assert "reqd_work_group_size(8, 4, 1)" in src and f.launches[0].local_size == (8, 4)
+
+
+@needs_device
+def test_local_memory_errors_name_the_rule():
+    from hlotune.runtime.codegen.opencl import render_opencl
+    fn = _local_memory_matmul(64, 64, 32).lower()
+    with pytest.raises(ScheduleError, match="768 bytes of local memory, more than 'dev'.s local memory size 512"):
+        render_opencl(fn, local_mem_size=512, device="'dev'")
+    with pytest.raises(ScheduleError, match="need a work-group"):
+        render_opencl(_local_memory_matmul(64, 64, 32, bind=False).lower())
+    # a k-slice staged inside bound loops that have guarded tails: not every work-item reaches the barrier
+    C = matmul(50, 45, 20)
+    s = hlotune.Schedule(C)
+    AS = s.cache_read("A", "local")
+    io, ii = s.split(C.op.axis[0], 8)
+    jo, ji = s.split(C.op.axis[1], 16)
+    ko, ki = s.split(C.op.reduce_axis[0], 4)
+    s.reorder(io, jo, ii, ji, ko, ki)
+    for ax, th in ((io, "group.y"), (jo, "group.x"), (ii, "local.y"), (ji, "local.x")):
+        s.bind(ax, th)
+    s.compute_at(AS, ko)
+    with pytest.raises(ScheduleError, match="only some work-items run"):
+        render_opencl(s.lower())
+
+
 @needs_device
 def test_bind_errors():
     def sched(n=32):

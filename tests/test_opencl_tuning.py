@@ -105,6 +105,27 @@ def test_opencl_templates_bind_and_reject_bad_combinations():
         task.schedule({**cfg, "local_x": 16, "local_y": 32})
 
 
+@needs_device
+@pytest.mark.parametrize("cfg", [
+    {"layout": "stride", "local_x": 4, "local_y": 8, "tile_x": 2, "tile_y": 4, "cache_write": 0},
+    {"layout": "block", "local_x": 4, "local_y": 8, "tile_x": 2, "tile_y": 4, "cache_write": 1, "local_mem": 1,
+     "split_k": 8},
+    {"layout": "stride", "local_x": 8, "local_y": 4, "tile_x": 4, "tile_y": 2, "cache_write": 0, "local_mem": 1,
+     "split_k": 4},
+])
+def test_opencl_dot_template_layouts_and_local_memory(cfg):
+    from hlotune.autotune.task import extract_tasks
+    m = hlotune.load_hlo(DOT_HLO)
+    task, = extract_tasks(m.outputs, m.params, TARGET)
+    s = task.schedule({**task.space.default(), **cfg})
+    f = hlotune.build(s, TARGET)
+    ins = task.random_inputs(0)
+    np.testing.assert_allclose(f(*ins), evaluate(list(s.graph.outputs), ins)[0], rtol=1e-4, atol=1e-4)
+    assert ("__local float" in f.source) == bool(cfg.get("local_mem"))
+    with pytest.raises(ScheduleError, match="local_mem needs split_k > 1"):
+        task.schedule({**task.space.default(), **cfg, "local_mem": 1, "split_k": 1})
+
+
 # ----------------------------------------------------------------------------- tuning
 
 @needs_device

@@ -399,8 +399,26 @@ def _mm_schedules():
         s.vectorize(cj)
         s.parallel(io)
 
+    def cache_read_panels(s, C):
+        """Pack the A rows and the B panel a tile reads per k-slice (cache_read, CPU semantics)."""
+        CC = s.cache_write(C, "local")
+        AS = s.cache_read("A", "shared", [CC])
+        BS = s.cache_read("B", "shared", [CC])
+        i, j = C.op.axis
+        io, jo, _ii, _ji = s.tile(i, j, 8, 16)
+        s.compute_at(CC, jo)
+        ci, cj = CC.op.axis
+        (ck,) = CC.op.reduce_axis
+        ko, ki = s.split(ck, 5)
+        s.reorder(ko, ki, ci, cj)
+        s.vectorize(cj)
+        s.compute_at(AS, ko)
+        s.compute_at(BS, ko)
+        s.vectorize(BS.op.axis[1])
+        s.parallel(io)
+
     return {f.__name__: f for f in (default, tile_reorder_vec_par, fused_outer_parallel, k_outermost,
-                                    cache_write_tiles)}
+                                    cache_write_tiles, cache_read_panels)}
 
 
 _MM = _mm_schedules()
@@ -425,6 +443,31 @@ def test_cache_write_stage_and_buffer():
     s.compute_at(CC, jo)
     assert allocs(s)["C.local"] == ("float32", [8, 8], "local")
     check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
+
+
+def test_cache_read_stage_buffer_and_region():
+    C = matmul(48, 40, 24)
+    s = hlotune.Schedule(C)
+    AS = s.cache_read("A", "shared")
+    assert AS.name == "A.shared" and AS.shape == (48, 24) and list(s.stages) == ["A.shared", "C"]
+    io, _jo, _ii, _ji = s.tile(*C.op.axis, 8, 8)
+    s.compute_at(AS, io)
+    # the 8 rows of A that one io iteration reads, all of k; filled before use
+    assert allocs(s)["A.shared"] == ("float32", [8, 24], "shared")
+    text = str(s.lower())
+    assert "barrier()" in text and text.index("A.shared[") < text.index("barrier()")
+    check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
+
+
+def test_cache_read_of_an_inlined_stage_and_a_tensor_argument():
+    B, C, _rk = conv1d_chain(40, 5)
+    s = hlotune.Schedule(C)
+    s.compute_inline(B)
+    BS = s.cache_read(B, "local", [C])          # the copy computes B's definition (inlined)
+    o, _i = s.split(C.axis[0], 8)
+    s.compute_at(BS, o)
+    assert allocs(s)["B.local"] == ("float32", [12], "shared")    # 8 outputs + a 5-tap window
+    check_schedule(s)
 
 
 def test_cache_write_of_elementwise_stage():
@@ -647,7 +690,13 @@ def _replay_cases():
         s.parallel(f)
         return C, s
 
-    return {f.__name__: f for f in (acceptance, cache_write, chain_compute_at, fuse_inline)}
+    def cache_read():
+        C = matmul()
+        s = hlotune.Schedule(C)
+        _MM["cache_read_panels"](s, C)
+        return C, s
+
+    return {f.__name__: f for f in (acceptance, cache_write, chain_compute_at, fuse_inline, cache_read)}
 
 
 _REPLAY = _replay_cases()
@@ -795,6 +844,19 @@ def _error_cases():
     @case("cache_write unknown scope", ["texture"])
     def _(s, C, i, j, k):
         s.cache_write(C, "texture")
+
+    @case("cache_read unknown scope", ["texture"])
+    def _(s, C, i, j, k):
+        s.cache_read("A", "texture")
+
+    @case("cache_read for a stage that does not read it", ["'A.shared'", "'B'"])
+    def _(s, C, i, j, k):
+        AS = s.cache_read("A", "shared")
+        s.cache_read("B", "shared", [AS])
+
+    @case("cache_read of an unknown tensor", ["'Q'", "inputs: A, B"])
+    def _(s, C, i, j, k):
+        s.cache_read("Q", "shared")
 
     @case("axis of another graph", ["'i'"])
     def _(s, C, i, j, k):

@@ -102,7 +102,7 @@ class CRenderer(CStyleRenderer):
 
     def allocate(self, a: Allocate, pad: str):
         b = a.buffer
-        if b.scope == "global":
+        if b.scope == "global" or (b.scope == "shared" and b.size * b.dtype.itemsize > 1 << 16):
             t = self.ctype(b.dtype, storage=True)
             n = self.name(b, b.name)
             return ([f"{pad}{t}* {self.restrict} {n} = ({t}*)hl_alloc({b.size} * sizeof({t}));"],

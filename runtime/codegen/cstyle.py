@@ -19,7 +19,7 @@ from ...dsl.errors import LoweringError
 from ...dsl.expr import Expr, binary
 from ...dsl.ops import Op
 from ...schedules.bounds import simplify
-from ...schedules.loops import Allocate, Assign, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store
+from ...schedules.loops import Allocate, Assign, Barrier, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store
 
 _CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!="}
 _ARITH = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*"}
@@ -244,6 +244,9 @@ class CStyleRenderer:
             v = f"(({self.half_type}){v})"
         return f"{self.name(buf, buf.name)}[{self.expr(self.flat_index(buf, s.indices))}] = {v};"
 
+    #: the work-group barrier statement ('' where there are no work-groups)
+    barrier = ""
+
     def loop_pragma(self, f: For) -> list[str]:
         return []
 
@@ -275,6 +278,8 @@ class CStyleRenderer:
         if isinstance(s, Allocate):
             open_, close = self.allocate(s, pad + "  ")
             return [pad + "{", *open_, *self.stmt(s.body, depth + 1), *close, pad + "}"]
+        if isinstance(s, Barrier):
+            return [pad + self.barrier] if self.barrier else []
         raise LoweringError(f"cannot render statement {s!r}")
 
     def signature(self, fn: LoweredFunc) -> str:

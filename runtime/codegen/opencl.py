@@ -16,7 +16,11 @@ It differs from the C renderer in strings and capabilities, and in what runs on 
 * Nests without a data loop at their root (full reductions) run on one work-item; consecutive
   such nests share a kernel.
 * Buffers allocated inside a nest are private arrays, or a work-item's slice of a host-allocated
-  scratch buffer when 'global' or larger than ``max_private_bytes``.
+  scratch buffer when 'global' or larger than ``max_private_bytes``. 'shared' buffers (from
+  ``cache_read(t, 'local')``) are ``__local`` arrays declared at kernel scope, one per work-group;
+  a loop bound to ``local.d`` inside another loop bound to ``local.d`` reuses the work-item's id
+  (the cooperative fill of a shared buffer), and ``Barrier`` is ``barrier(CLK_LOCAL_MEM_FENCE)``,
+  which must not sit in code that only some work-items of a group run.
 """
 
 from __future__ import annotations
@@ -31,8 +35,8 @@ from ...dsl import dtypes as dt
 from ...dsl.errors import ScheduleError, TargetError
 from ...dsl.expr import Expr, walk
 from ...dsl.ops import Op
-from ...schedules.loops import (Allocate, Buffer, For, LoweredFunc, Seq, Stmt, Store, stmt_children, stmt_exprs,
-                                walk_stmts)
+from ...schedules.loops import (Allocate, Barrier, Buffer, For, If, LoweredFunc, Seq, Stmt, Store, stmt_children,
+                                stmt_exprs, walk_stmts)
 from .cstyle import _FMATH, RESERVED, CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers
 
@@ -181,9 +185,14 @@ def _gid_chain(s: Stmt) -> list[For]:
     return chain[:max(vec, 1)]
 
 
+def _stores_only_shared(s: Stmt) -> bool:
+    return all(x.buffer.scope == "shared" for x in walk_stmts(s) if isinstance(x, Store))
+
+
 def _bound_loops(s: Stmt, enclosing: tuple = ()) -> list[tuple[For, str, int]]:
     """``(loop, 'group'|'local', dim)`` for every bound loop in ``s``; checks thread names and
-    that no loop is bound inside another loop bound to the same index."""
+    that no loop is bound inside another loop bound to the same index (except the cooperative
+    fill of a shared buffer, which reuses the enclosing ``local.*`` id)."""
     out = []
     if isinstance(s, For) and s.kind.startswith("bind:"):
         thread = s.kind[5:]
@@ -191,7 +200,7 @@ def _bound_loops(s: Stmt, enclosing: tuple = ()) -> list[tuple[For, str, int]]:
             raise ScheduleError(f"bind: loop '{s.var.name}' is bound to unknown thread index '{thread}'; "
                                 f"the opencl target knows {', '.join(THREADS)}")
         kind, d = THREADS[thread]
-        if (kind, d) in enclosing:
+        if (kind, d) in enclosing and not (kind == "local" and _stores_only_shared(s.body)):
             raise ScheduleError(f"bind: loop '{s.var.name}' is bound to '{thread}' inside another loop bound "
                                 "to the same index")
         if _static_extent(s.extent) is None:
@@ -232,12 +241,18 @@ class OpenCLRenderer(CStyleRenderer):
     reserved = _RESERVED
     max_private_bytes = 16384
 
+    barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
+
     def __init__(self, fp16: bool = False, fp64: bool = True, max_work_group_size: int | None = None,
-                 max_work_item_sizes: tuple | None = None, device: str = "the device"):
+                 max_work_item_sizes: tuple | None = None, local_mem_size: int | None = None,
+                 device: str = "the device"):
         super().__init__()
         self.fp16, self.fp64, self.device = fp16, fp64, device
         self.max_work_group_size = max_work_group_size
         self.max_work_item_sizes = max_work_item_sizes
+        self.local_mem_size = local_mem_size
+        self._shared: list[Buffer] = []
+        self._divergent = 0
         self._mapped: dict[int, tuple[str, int | None]] = {}   # id(For) -> (index, launch extent)
         self._item_scratch: list[Scratch] = []
         self._items = 1
@@ -277,8 +292,17 @@ class OpenCLRenderer(CStyleRenderer):
             if s.extent.op is Op.CONST and s.extent.arg == launch:
                 body = self.stmt(s.body, depth + 1)
             else:
-                body = [f"{pad}  if ({v} < {self.expr(s.extent)}) {{", *self.stmt(s.body, depth + 2), pad + "  }"]
+                body = [f"{pad}  if ({v} < {self.expr(s.extent)}) {{", *self._diverging(s.body, depth + 2), pad + "  }"]
             return [pad + "{", f"{pad}  long {v} = {idx};", *body, pad + "}"]
+        if isinstance(s, If):
+            return [f"{pad}if ({self.expr(s.cond)}) {{", *self._diverging(s.then, depth + 1), pad + "}"]
+        if isinstance(s, Barrier) and self._divergent:
+            raise ScheduleError("a work-group barrier (after filling a cache_read 'local' buffer) lies in code that "
+                                "only some work-items run (a guarded tail of a bound loop, or an if); make the bound "
+                                "loops' extents divide evenly, or compute the cache at a loop outside the guard")
+        if isinstance(s, Allocate) and s.buffer.scope == "shared":
+            self._shared.append(s.buffer)
+            return self.stmt(s.body, depth)
         if isinstance(s, For) and s.kind == "parallel":
             log.debug("opencl: parallel loop '%s' is not at the root of its nest; it runs serially in "
                       "each work-item", s.var.name)
@@ -292,6 +316,28 @@ class OpenCLRenderer(CStyleRenderer):
                 return [pad + "{", f"{pad}  __global {t}* restrict {n} = {base} + hl_wid * {b.size};",
                         *self.stmt(s.body, depth + 1), pad + "}"]
         return super().stmt(s, depth)
+
+    def _diverging(self, s: Stmt, depth: int) -> list[str]:
+        self._divergent += 1
+        try:
+            return self.stmt(s, depth)
+        finally:
+            self._divergent -= 1
+
+    def _declare_shared(self, kind: str) -> list[str]:
+        """``__local`` declarations of the kernel's shared buffers (checked against the device)."""
+        if not self._shared:
+            return []
+        names = ", ".join(f"'{b.name}'" for b in self._shared)
+        if kind != "bind":
+            raise ScheduleError(f"cache_read 'local' buffers {names} need a work-group: bind the reader's loops "
+                                "to local.*/group.* ids (without binds every work-item would fill them)")
+        total = sum(b.size * b.dtype.itemsize for b in self._shared)
+        if self.local_mem_size and total > self.local_mem_size:
+            raise ScheduleError(f"cache_read 'local': buffers {names} need {total} bytes of local memory, more than "
+                                f"{self.device}'s local memory size {self.local_mem_size}")
+        return [f"  __local {self.ctype(b.dtype, True)} {self.name(b, b.name)}[{max(b.size, 1)}];"
+                for b in self._shared]
 
     # ------------------------------------------------------------------ kernels
     def _map_gid(self, root: Stmt) -> tuple[tuple[int, ...], None, str]:
@@ -329,7 +375,7 @@ class OpenCLRenderer(CStyleRenderer):
 
     def _kernel(self, fn: LoweredFunc, name: str, kind: str, stmts: list[Stmt],
                 shared: dict[int, Scratch]) -> tuple[str, Launch]:
-        self._mapped, self._item_scratch = {}, []
+        self._mapped, self._item_scratch, self._shared = {}, [], []
         gsize, lsize, wid = (1,), None, "0"
         if kind == "bind":
             gsize, lsize, wid = self._map_binds(stmts[0])
@@ -337,7 +383,9 @@ class OpenCLRenderer(CStyleRenderer):
             gsize, lsize, wid = self._map_gid(stmts[0])
         self._items = math.prod(gsize)
         body = [ln for s in stmts for ln in self.stmt(s, 1)]
-        head = ["  long hl_gid = (long)get_global_id(0);"] if kind == "gid" else []
+        head = self._declare_shared(kind)
+        if kind == "gid":
+            head.append("  long hl_gid = (long)get_global_id(0);")
         if self._item_scratch:
             head.append(f"  long hl_wid = {wid};")
         used = _buffers(stmts)
@@ -350,7 +398,10 @@ class OpenCLRenderer(CStyleRenderer):
         for sc in self._item_scratch:
             params.append(f"__global {self.ctype(sc.buffer.dtype, True)}* restrict {self.name(sc, sc.buffer.name + '_scratch')}")
         args += self._item_scratch
-        src = "\n".join([f"__kernel void {name}({', '.join(params)}) {{", *head, *body, "}", ""])
+        attr = ""
+        if lsize is not None:     # lets the compiler size barriers and vectorize for the known shape
+            attr = f"__attribute__((reqd_work_group_size({', '.join(map(str, (*lsize, 1, 1, 1)[:3]))}))) "
+        src = "\n".join([f"__kernel {attr}void {name}({', '.join(params)}) {{", *head, *body, "}", ""])
         return src, Launch(name, tuple(args), gsize, lsize)
 
     def program(self, fn: LoweredFunc) -> Program:
@@ -391,3 +442,11 @@ class OpenCLRenderer(CStyleRenderer):
 def render_opencl(fn: LoweredFunc, **caps) -> Program:
     """The OpenCL program of ``fn`` (fresh renderer, so names are stable for the same IR)."""
     return OpenCLRenderer(**caps).program(fn)
+
+
+def render_for(fn: LoweredFunc, target) -> Program:
+    """The OpenCL program of ``fn`` checked against an OpenCL Target's device limits."""
+    return render_opencl(fn, fp16=target.fp16, fp64=target.fp64,
+                         max_work_group_size=target.max_work_group_size or None,
+                         max_work_item_sizes=target.max_work_item_sizes or None,
+                         local_mem_size=getattr(target, "local_mem_size", 0) or None, device=f"'{target.device}'")

@@ -13,7 +13,10 @@ limit, capped at 256) and combinations beyond it raise ScheduleError before anyt
 * dot / conv: an output tile of ``local_x*tile_x`` rows by ``local_y*tile_y`` columns per
   work-group (rows on ``group.y``, columns on ``group.x``, leading axes fused on ``group.z``);
   each work-item computes ``tile_x x tile_y`` outputs, optionally accumulated in a private
-  ``cache_write`` buffer, with the reduction outside its tile loops.
+  ``cache_write`` buffer, with the reduction outside its tile loops. ``local_mem`` 1 (with
+  ``cache_write`` and ``split_k`` > 1) stages, per ``split_k`` slice of the reduction, the
+  operand regions the work-group reads into ``__local`` memory (``cache_read(t, 'local')``),
+  filled cooperatively by all work-items between barriers.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
+from ...dsl.expr import walk
+from ...dsl.ops import Op
+from ...dsl.tensor import Tensor
 from ..schedule import Schedule, Stage, check
 from .base import Knob, Template, is_pow2, pow2_upto, split_last_reduction
 
@@ -149,7 +155,8 @@ class ReductionCL(_CLTemplate):
 class TiledCL(_CLTemplate):
     family = "dot"
     domains = {"local_x": is_pow2, "local_y": is_pow2, "tile_x": is_pow2, "tile_y": is_pow2, "split_k": is_pow2,
-               "cache_write": _flag, "unroll": _flag}
+               "cache_write": _flag, "unroll": _flag, "local_mem": _flag,
+               "layout": lambda v: v in ("block", "stride")}
 
     def knobs(self, st, threads):
         d = st.op.axis
@@ -158,22 +165,37 @@ class TiledCL(_CLTemplate):
         k = max(v.extent for v in st.op.reduce_axis)
         return [Knob("local_x", pow2_upto(x, 1, 16)), Knob("local_y", pow2_upto(y, 1, 64)),
                 Knob("tile_x", pow2_upto(x, 1, 8)), Knob("tile_y", pow2_upto(y, 1, 8)),
-                Knob("split_k", (1,) + tuple(v for v in pow2_upto(k, 4, 16) if v < k)),
-                Knob("cache_write", (1, 0)), Knob("unroll", (1, 0))]
+                Knob("split_k", (1,) + tuple(v for v in pow2_upto(k, 4, 64) if v < k)),
+                Knob("cache_write", (1, 0)), Knob("unroll", (1, 0)), Knob("local_mem", (0, 1)),
+                Knob("layout", ("block", "stride"))]
+
+    def _split(self, s, v, local: int, tile: int, layout: str):
+        """``v = outer * (local*tile) + ...``: ``block`` gives each work-item ``tile`` neighbouring
+        elements (``... = l * tile + t``), ``stride`` interleaves them (``... = t * local + l``) so
+        that neighbouring work-items touch neighbouring elements. Returns (outer, l, t)."""
+        o, i = s.split(v, local * tile)
+        if layout == "block":
+            lv, t = s.split(i, tile)
+        else:
+            t, lv = s.split(i, local)
+        return o, lv, t
 
     def steps(self, s, st, c, threads):
         check(st.op.num_outputs == 1, f"opencl tiled: stage '{st.name}' has several outputs")
         self._check_local(c["local_x"] * c["local_y"])
         check(c["tile_x"] * c["tile_y"] <= 64, "opencl tiled: tile_x * tile_y must be <= 64 outputs per work-item")
+        check(not c["local_mem"] or c["split_k"] > 1,
+              "opencl tiled: local_mem needs split_k > 1 (the slice of the reduction it stages)")
+        check(not (c["cache_write"] and c["layout"] == "stride" and c["tile_x"] * c["tile_y"] > 1),
+              "opencl tiled: cache_write needs layout=block (a strided tile is no box to cache)")
         d = list(st.op.axis)
         out = st.op.output(0)
         cc = s.cache_write(out, "local") if c["cache_write"] else None
-        y = d[-1]
-        yo, yi = s.split(y, c["local_y"] * c["tile_y"])
-        yl, yt = s.split(yi, c["tile_y"])
+        red_stage = s.stage(cc) if cc is not None else st
+        caches = [s.cache_read(t, "local", [red_stage]) for t in _reduction_operands(red_stage)] if c["local_mem"] else []
+        yo, yl, yt = self._split(s, d[-1], c["local_y"], c["tile_y"], c["layout"])
         if len(d) >= 2:
-            xo, xi = s.split(d[-2], c["local_x"] * c["tile_x"])
-            xl, xt = s.split(xi, c["tile_x"])
+            xo, xl, xt = self._split(s, d[-2], c["local_x"], c["tile_x"], c["layout"])
         else:
             check(c["local_x"] == 1 and c["tile_x"] == 1, "opencl tiled: local_x/tile_x need two data axes")
             xo = xl = xt = None
@@ -185,34 +207,45 @@ class TiledCL(_CLTemplate):
                 b = s.fuse(b, v)
         grid = [v for v in (b, xo, yo, xl, yl) if v is not None]
         tile = [v for v in (xt, yt) if v is not None]
-        rs = [v for v in st.leaf if v.kind == "reduce"]
-        if cc is None:
-            big = max(rs, key=lambda v: v.extent)
-            ks = [v for v in rs if v is not big] + [big]
-            if c["split_k"] > 1:
-                ko, ki = s.split(big, c["split_k"])
-                ks = ks[:-1] + [ko, ki]
-            s.reorder(*grid, *ks, *tile)
-        else:
-            s.reorder(*grid, *tile)
+        s.reorder(*grid, *tile)
         for v, th in ((b, "group.z"), (xo, "group.y"), (yo, "group.x"), (xl, "local.y"), (yl, "local.x")):
             if v is not None:
                 s.bind(v, th)
         if cc is not None:
             s.compute_at(cc, yl)
-            cs = s.stage(cc)
-            cd = list(cs.op.axis)
-            cr = [v for v in cs.leaf if v.kind == "reduce"]
-            big = max(cr, key=lambda v: v.extent)
-            ks = [v for v in cr if v is not big] + [big]
-            if c["split_k"] > 1:
-                ko, ki = s.split(big, c["split_k"])
-                ks = ks[:-1] + [ko, ki]
-            s.reorder(*cd[:-2], *ks, *cd[-2:]) if len(cd) >= 2 else s.reorder(*ks, *cd)
-            if c["unroll"]:
-                s.unroll(cd[-1])
-        elif c["unroll"]:
+            tile = list(s.stage(cc).op.axis)[-2:]
+        rs = [v for v in red_stage.leaf if v.kind == "reduce"]
+        big = max(rs, key=lambda v: v.extent)
+        ks = [v for v in rs if v is not big] + [big]
+        if c["split_k"] > 1:
+            ko, ki = s.split(big, c["split_k"])
+            ks = ks[:-1] + [ko, ki]
+        s.reorder(*ks, *tile)
+        if c["unroll"]:
             s.unroll(tile[-1])
+        for t in caches:     # cooperative fill: the work-group's items stride over the region
+            s.compute_at(t, ks[-2])
+            ax = list(t.op.axis)
+            f = ax[0]
+            for v in ax[1:]:
+                f = s.fuse(f, v)
+            f, tx = s.split(f, c["local_y"])
+            f, ty = s.split(f, c["local_x"])
+            s.bind(tx, "local.x")
+            if xl is not None:
+                s.bind(ty, "local.y")
+
+
+def _reduction_operands(st: Stage) -> list:
+    """The tensors ``st`` loads at indices that depend on a reduction axis (a dot's operands,
+    a convolution's input and weights)."""
+    red = set(st.op.reduce_axis)
+    out = []
+    for e in walk(list(st.op.body)):
+        if (e.op is Op.LOAD and isinstance(e.arg, Tensor) and e.arg not in out
+                and any(x.op is Op.VAR and x.arg in red for x in walk(list(e.src)))):
+            out.append(e.arg)
+    return out
 
 
 class ConvCL(TiledCL):
