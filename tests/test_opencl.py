@@ -136,6 +136,27 @@ def test_elementwise_split_fuse_reorder_annotations():
 
 
 @needs_device
+def test_vector_types_for_contiguous_float_loops():
+    A = dsl.placeholder((16, 64), "float32", name="A")
+    B = dsl.placeholder((64,), "float32", name="B")
+    C = dsl.compute((16, 64), lambda i, j: dsl.exp(A[i, j]) * B[j] + A[i, 0], name="C")
+    s = hlotune.Schedule(C)
+    _jo, ji = s.split(C.op.axis[1], 8)
+    s.vectorize(ji)
+    src = check(s).source
+    assert "vload8(0, A + " in src and "vload8(0, B + " in src and "vstore8(" in src
+    # a transposed read (stride 16 along the vector loop) and int32 values stay scalar loops
+    T = dsl.compute((64, 16), lambda i, j: A[j, i], name="T")
+    N = dsl.placeholder((64,), "int32", name="N")
+    Q = dsl.compute((64,), lambda i: N[i] * 3, name="Q")
+    for out in (T, Q):
+        s = hlotune.Schedule(out)
+        _o, v = s.split(out.op.axis[-1], 4)
+        s.vectorize(v)
+        assert "vload" not in check(s).source
+
+
+@needs_device
 def test_reduction_split_vectorized_and_argmax():
     A = dsl.placeholder((30, 50), "float32", name="A")
     k = dsl.reduce_axis(50, name="k")

@@ -112,6 +112,9 @@ def test_opencl_templates_bind_and_reject_bad_combinations():
      "split_k": 8},
     {"layout": "stride", "local_x": 8, "local_y": 4, "tile_x": 4, "tile_y": 2, "cache_write": 0, "local_mem": 1,
      "split_k": 4},
+    {"layout": "block", "local_x": 4, "local_y": 2, "tile_x": 2, "tile_y": 4, "cache_write": 1, "vector": 1},
+    {"layout": "block", "local_x": 2, "local_y": 1, "tile_x": 4, "tile_y": 8, "cache_write": 0, "vector": 1,
+     "local_mem": 1, "split_k": 8},
 ])
 def test_opencl_dot_template_layouts_and_local_memory(cfg):
     from hlotune.autotune.task import extract_tasks
@@ -122,6 +125,7 @@ def test_opencl_dot_template_layouts_and_local_memory(cfg):
     ins = task.random_inputs(0)
     np.testing.assert_allclose(f(*ins), evaluate(list(s.graph.outputs), ins)[0], rtol=1e-4, atol=1e-4)
     assert ("__local float" in f.source) == bool(cfg.get("local_mem"))
+    assert (f"vstore{cfg['tile_y']}(" in f.source) == bool(cfg.get("vector"))
     with pytest.raises(ScheduleError, match="local_mem needs split_k > 1"):
         task.schedule({**task.space.default(), **cfg, "local_mem": 1, "split_k": 1})
 

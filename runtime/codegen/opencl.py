@@ -21,6 +21,8 @@ It differs from the C renderer in strings and capabilities, and in what runs on 
   a loop bound to ``local.d`` inside another loop bound to ``local.d`` reuses the work-item's id
   (the cooperative fill of a shared buffer), and ``Barrier`` is ``barrier(CLK_LOCAL_MEM_FENCE)``,
   which must not sit in code that only some work-items of a group run.
+* A 'vectorize' loop of 2/4/8/16 contiguous float stores becomes ``vloadN``/``vstoreN`` on
+  ``floatN`` values (see clvec.py); other 'vectorize' loops stay loops in the work-item.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from ...dsl.expr import Expr, walk
 from ...dsl.ops import Op
 from ...schedules.loops import (Allocate, Barrier, Buffer, For, If, LoweredFunc, Seq, Stmt, Store, stmt_children,
                                 stmt_exprs, walk_stmts)
+from .clvec import render_vector_loop
 from .cstyle import _FMATH, RESERVED, CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers
 
@@ -303,6 +306,12 @@ class OpenCLRenderer(CStyleRenderer):
         if isinstance(s, Allocate) and s.buffer.scope == "shared":
             self._shared.append(s.buffer)
             return self.stmt(s.body, depth)
+        if isinstance(s, For) and s.kind == "vectorize":
+            vec = render_vector_loop(self, s, pad)
+            if vec is not None:
+                return vec
+            log.debug("opencl: vectorize loop '%s' is not contiguous float stores; it stays a scalar loop",
+                      s.var.name)
         if isinstance(s, For) and s.kind == "parallel":
             log.debug("opencl: parallel loop '%s' is not at the root of its nest; it runs serially in "
                       "each work-item", s.var.name)

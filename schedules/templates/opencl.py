@@ -32,6 +32,8 @@ from .base import Knob, Template, is_pow2, pow2_upto, split_last_reduction
 
 #: the largest work-group the templates make (whatever the device allows)
 MAX_LOCAL = 256
+#: vector widths OpenCL C has (vloadN/vstoreN)
+WIDTHS = (2, 4, 8, 16)
 
 
 def _flag(v) -> bool:
@@ -84,23 +86,26 @@ class _CLTemplate(Template):
 
 class ElementwiseCL(_CLTemplate):
     family = "elementwise"
-    domains = {"local": is_pow2, "per_item": is_pow2, "layout": lambda v: v in ("chunk", "stride")}
+    domains = {"local": is_pow2, "per_item": is_pow2, "layout": lambda v: v in ("chunk", "stride"),
+               "vector": _flag}
 
     def knobs(self, st, threads):
         n = _n_data(st)
         if not n:
-            return [Knob("local", (1,)), Knob("per_item", (1,)), Knob("layout", ("chunk",))]
+            return [Knob("local", (1,)), Knob("per_item", (1,)), Knob("layout", ("chunk",)), Knob("vector", (0,))]
         return [Knob("local", pow2_upto(n, 1, self.max_local)), Knob("per_item", pow2_upto(n, 1, 16)),
-                Knob("layout", ("chunk", "stride"))]
+                Knob("layout", ("chunk", "stride")), Knob("vector", (0, 1))]
 
     def steps(self, s, st, c, threads):
         check(c["layout"] == "chunk" or c["per_item"] > 1, "opencl: layout=stride needs per_item > 1")
+        check(not c["vector"] or (c["layout"] == "chunk" and c["per_item"] in WIDTHS),
+              f"opencl: vector needs layout=chunk and per_item in {WIDTHS} (a work-item's contiguous elements)")
         f = _fused_data(s, st)
         if f is None:
             return
         i = self._map_1d(s, f, c["local"], c["per_item"], c["layout"])
         if i is not None:
-            s.unroll(i)
+            s.vectorize(i) if c["vector"] else s.unroll(i)
 
 
 class GenericCL(_CLTemplate):
@@ -156,7 +161,7 @@ class TiledCL(_CLTemplate):
     family = "dot"
     domains = {"local_x": is_pow2, "local_y": is_pow2, "tile_x": is_pow2, "tile_y": is_pow2, "split_k": is_pow2,
                "cache_write": _flag, "unroll": _flag, "local_mem": _flag,
-               "layout": lambda v: v in ("block", "stride")}
+               "layout": lambda v: v in ("block", "stride"), "vector": _flag}
 
     def knobs(self, st, threads):
         d = st.op.axis
@@ -167,7 +172,7 @@ class TiledCL(_CLTemplate):
                 Knob("tile_x", pow2_upto(x, 1, 8)), Knob("tile_y", pow2_upto(y, 1, 8)),
                 Knob("split_k", (1,) + tuple(v for v in pow2_upto(k, 4, 64) if v < k)),
                 Knob("cache_write", (1, 0)), Knob("unroll", (1, 0)), Knob("local_mem", (0, 1)),
-                Knob("layout", ("block", "stride"))]
+                Knob("layout", ("block", "stride")), Knob("vector", (0, 1))]
 
     def _split(self, s, v, local: int, tile: int, layout: str):
         """``v = outer * (local*tile) + ...``: ``block`` gives each work-item ``tile`` neighbouring
@@ -188,6 +193,8 @@ class TiledCL(_CLTemplate):
               "opencl tiled: local_mem needs split_k > 1 (the slice of the reduction it stages)")
         check(not (c["cache_write"] and c["layout"] == "stride" and c["tile_x"] * c["tile_y"] > 1),
               "opencl tiled: cache_write needs layout=block (a strided tile is no box to cache)")
+        check(not c["vector"] or (c["layout"] == "block" and c["tile_y"] in WIDTHS),
+              f"opencl tiled: vector needs layout=block and tile_y in {WIDTHS} (a work-item's contiguous columns)")
         d = list(st.op.axis)
         out = st.op.output(0)
         cc = s.cache_write(out, "local") if c["cache_write"] else None
@@ -212,6 +219,8 @@ class TiledCL(_CLTemplate):
             if v is not None:
                 s.bind(v, th)
         if cc is not None:
+            if c["vector"]:
+                s.vectorize(yt)        # the copy out of the register tile
             s.compute_at(cc, yl)
             tile = list(s.stage(cc).op.axis)[-2:]
         rs = [v for v in red_stage.leaf if v.kind == "reduce"]
@@ -221,8 +230,10 @@ class TiledCL(_CLTemplate):
             ko, ki = s.split(big, c["split_k"])
             ks = ks[:-1] + [ko, ki]
         s.reorder(*ks, *tile)
-        if c["unroll"]:
-            s.unroll(tile[-1])
+        if c["vector"]:
+            s.vectorize(tile[-1])
+        if c["unroll"] and (not c["vector"] or len(tile) > 1):
+            s.unroll(tile[-2] if c["vector"] else tile[-1])
         for t in caches:     # cooperative fill: the work-group's items stride over the region
             s.compute_at(t, ks[-2])
             ax = list(t.op.axis)
