@@ -19,7 +19,7 @@ from ..dsl.ops import Op
 from ..dsl.tensor import Graph, Tensor, input_tensors
 from ..runtime.module import plan_segments
 from ..runtime.targets import Target
-from ..schedules.fusion import fuse_default, loop_default
+from ..schedules.fusion import fuse_default, stage_default
 from ..schedules.schedule import Schedule, Stage
 from ..schedules.templates.base import Space, Template
 from ..schedules.templates.families import classify, templates_for
@@ -59,7 +59,7 @@ class Task:
         fuse_default(s)
         st = self.stage(s)
         if not config:
-            loop_default(s, st, self.threads)
+            stage_default(s, st, self.target, self.threads)
         else:
             self.template.apply(s, st, config, self.threads)
         return s
@@ -166,7 +166,7 @@ def extract_tasks(outputs, inputs, target: Target) -> list[Task]:
 
 def tuned_schedule_fn(db, target: Target):
     """A ``schedule_fn`` for CompiledGraph: each root stage takes the best config the database
-    holds for its workload on ``target``, else the default loop schedule."""
+    holds for its workload on ``target``, else the target's default schedule."""
     def fn(g: Graph) -> Schedule:
         s = Schedule(g)
         fuse_default(s)
@@ -178,6 +178,6 @@ def tuned_schedule_fn(db, target: Target):
             if best is not None and best.config:
                 templates_for(target)[classify(st)].apply(s, st, best.config, os.cpu_count() or 1)
             else:
-                loop_default(s, st)
+                stage_default(s, st, target)
         return s
     return fn

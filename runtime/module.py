@@ -97,14 +97,15 @@ class CompiledGraph:
     """``outputs`` computed from ``inputs`` on ``target``; call with numpy arrays.
 
     ``schedule_fn(graph) -> Schedule`` picks each segment's schedule (default: fused, parallel,
-    vectorized loops; a tuning database supplies tuned ones).
+    vectorized loops on the cpu, work-group mappings on devices; a tuning database supplies
+    tuned ones).
     """
 
     def __init__(self, outputs: Sequence[Tensor], inputs: Sequence[Tensor] | None = None,
                  target="cpu", schedule_fn: Callable[[Graph], Schedule] | None = None):
         self.target: Target = get_target(target)
         self.graph = Graph(list(outputs), inputs)
-        self.schedule_fn = schedule_fn or default_schedule
+        self.schedule_fn = schedule_fn or (lambda g: default_schedule(g, target=self.target))
         self.constants: dict[Key, np.ndarray] = {}
         self.steps: list = []
         self._sub: dict[tuple, CompiledGraph] = {}

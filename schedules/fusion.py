@@ -11,12 +11,15 @@ innermost output axis the reduction loops moved outside it so that axis vectoriz
 
 from __future__ import annotations
 
+import logging
 import os
 
 from ..dsl.expr import walk
 from ..dsl.ops import Op
 from ..dsl.tensor import Graph, input_tensors
 from .schedule import Schedule, Stage
+
+log = logging.getLogger(__name__)
 
 _EXPENSIVE = {Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.TANH, Op.ERF, Op.SIN, Op.COS, Op.TAN, Op.POW,
               Op.SQRT, Op.RSQRT, Op.CBRT, Op.ATAN2}
@@ -102,7 +105,6 @@ def _tiled_default(s: Schedule, st: Stage, threads: int) -> bool:
     template with a register-tile config that is good on CPUs (4 rows x up to 64 vectorized
     columns accumulated in a local buffer, k outermost in the tile). The config is tried on a
     replayed copy first, so a shape it does not fit leaves ``s`` untouched. True if applied."""
-    from ..dsl.errors import ConfigError, ScheduleError
     from .templates.families import TEMPLATES, classify
     fam = classify(st)
     if fam not in ("dot", "conv"):
@@ -119,13 +121,20 @@ def _tiled_default(s: Schedule, st: Stage, threads: int) -> bool:
         return max(vals)
     c = {"tile_x": pick("tile_x", 4), "tile_y": pick("tile_y", 64), "split_k": 1, "order": "kxy",
          "cache_write": 1, "unroll_x": 1, "parallel": max(space.knob("parallel").values)}
+    return try_template(s, st, t, c, threads)
+
+
+def try_template(s: Schedule, st: Stage, t, config: dict, threads: int = 1) -> bool:
+    """Apply template ``t`` with ``config`` to stage ``st`` when it schedules and lowers on a
+    replayed copy of ``s`` (so a config that does not fit leaves ``s`` untouched); True if applied."""
+    from ..dsl.errors import ConfigError, ScheduleError
+    trial = Schedule.from_json(s.graph, s.to_json())
     try:
-        trial = Schedule.from_json(s.graph, s.to_json())
-        t.apply(trial, trial.stage(st.name), c, threads)
+        t.apply(trial, trial.stage(st.name), config, threads)
         trial.lower()
     except (ScheduleError, ConfigError):
         return False
-    t.apply(s, st, c, threads)
+    t.apply(s, st, config, threads)
     return True
 
 
@@ -171,11 +180,26 @@ def loop_default(s: Schedule, st: Stage, threads: int | None = None) -> None:
                 s.parallel(ax)
 
 
-def default_schedule(outputs, inputs=None, threads: int | None = None) -> Schedule:
-    """Fused, parallel, vectorized default schedule of the graph computing ``outputs``."""
+def stage_default(s: Schedule, st: Stage, target=None, threads: int | None = None) -> None:
+    """The untuned schedule of root stage ``st``: on a device target (one with work-groups) its
+    family's device template with ``default_config``; else (or when that config does not fit
+    the stage) ``loop_default``."""
+    kind = getattr(target, "kind", target) or "cpu"
+    if kind != "cpu":
+        from .templates.families import classify, templates_for
+        t = templates_for(target)[classify(st)]
+        if try_template(s, st, t, t.default_config(st)):
+            return
+        log.debug("no device default for stage '%s'; loop default", st.name)
+    loop_default(s, st, threads)
+
+
+def default_schedule(outputs, inputs=None, threads: int | None = None, target=None) -> Schedule:
+    """Fused default schedule of the graph computing ``outputs``: parallel, vectorized loops on
+    the cpu; work-group mappings on device targets (see ``stage_default``)."""
     s = Schedule(outputs if isinstance(outputs, Graph) else Graph(outputs, inputs))
     fuse_default(s)
     for st in list(s.stages.values()):
         if st.attach == ("root",):
-            loop_default(s, st, threads)
+            stage_default(s, st, target, threads)
     return s

@@ -180,7 +180,7 @@ def _run_fixture(db, trials, seed, tuner="random"):
 
 def test_kill_minus_9_loses_nothing_and_resumes(tmp_path):
     db_path = tmp_path / "k.db"
-    p = _run_fixture(db_path, 12, 5)
+    p = _run_fixture(db_path, 24, 5)     # a budget long enough to be killed part-way
     deadline = time.time() + 120
     n = 0
     while time.time() < deadline:
@@ -198,10 +198,10 @@ def test_kill_minus_9_loses_nothing_and_resumes(tmp_path):
     before = Database(db_path).history()
     assert len(before) >= 4
     # same command again: resumes, re-measures nothing, ends with the full budget
-    p2 = _run_fixture(db_path, 12, 5)
+    p2 = _run_fixture(db_path, 24, 5)
     assert p2.wait(timeout=300) == 0, p2.stderr.read().decode()[-2000:]
     after = Database(db_path).history()
-    assert len(after) == 12
+    assert len(after) == 24
     ids_before = {(t.id, json.dumps(t.config, sort_keys=True)) for t in before}
     assert ids_before <= {(t.id, json.dumps(t.config, sort_keys=True)) for t in after}
     per_task: dict = {}

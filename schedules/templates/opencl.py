@@ -60,8 +60,24 @@ def _n_data(st: Stage) -> int:
 
 
 class _CLTemplate(Template):
+    #: the knob values an untuned device schedule wants (each clipped to the stage's values)
+    preferred: dict = {}
+
     def __init__(self, max_work_group_size: int = MAX_LOCAL):
         self.max_local = max(1, min(int(max_work_group_size or MAX_LOCAL), MAX_LOCAL))
+
+    def default_config(self, st: Stage) -> dict:
+        """A config for an untuned device schedule: each knob the largest allowed value not
+        above ``preferred`` (else its first value)."""
+        out = {}
+        for k in self.knobs(st, 1):
+            want = self.preferred.get(k.name, k.values[0])
+            if k.numeric and isinstance(want, int):
+                ok = [v for v in k.values if v <= want]
+                out[k.name] = max(ok) if ok else min(k.values)
+            else:
+                out[k.name] = want if want in k.values else k.values[0]
+        return out
 
     def _check_local(self, n: int) -> None:
         check(n <= self.max_local, f"opencl: a work-group of {n} work-items exceeds the limit {self.max_local}")
@@ -86,6 +102,7 @@ class _CLTemplate(Template):
 
 class ElementwiseCL(_CLTemplate):
     family = "elementwise"
+    preferred = {"local": 128, "per_item": 4, "layout": "stride", "vector": 0}
     domains = {"local": is_pow2, "per_item": is_pow2, "layout": lambda v: v in ("chunk", "stride"),
                "vector": _flag}
 
@@ -110,6 +127,7 @@ class ElementwiseCL(_CLTemplate):
 
 class GenericCL(_CLTemplate):
     family = "generic"
+    preferred = {"local": 64}
     domains = {"local": is_pow2}
 
     def knobs(self, st, threads):
@@ -124,6 +142,7 @@ class GenericCL(_CLTemplate):
 
 class ReductionCL(_CLTemplate):
     family = "reduction"
+    preferred = {"local": 64, "per_item": 1, "split_k": 1, "unroll_k": 0, "order": "inner"}
     domains = {"local": is_pow2, "per_item": is_pow2, "split_k": is_pow2, "unroll_k": _flag,
                "order": lambda v: v in ("inner", "outer")}
 
@@ -159,6 +178,9 @@ class ReductionCL(_CLTemplate):
 
 class TiledCL(_CLTemplate):
     family = "dot"
+    #: measured on a CPU device and the usual GPU shape: 8 x 16 work-items, 4 x 4 strided outputs each
+    preferred = {"local_x": 8, "local_y": 16, "tile_x": 4, "tile_y": 4, "split_k": 1, "cache_write": 0,
+                 "unroll": 1, "local_mem": 0, "layout": "stride", "vector": 0}
     domains = {"local_x": is_pow2, "local_y": is_pow2, "tile_x": is_pow2, "tile_y": is_pow2, "split_k": is_pow2,
                "cache_write": _flag, "unroll": _flag, "local_mem": _flag,
                "layout": lambda v: v in ("block", "stride"), "vector": _flag}
