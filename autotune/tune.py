@@ -4,7 +4,9 @@ The trial budget is shared across tasks by their share of the default schedule's
 Ansor's task scheduler): every task first measures its default schedule, then the rest of the
 budget goes to tasks in proportion to ``weight x default time``. A run has an id (module,
 target, budget, tuner, seed): running the same command again resumes it; configs already in
-the database (from any run) are told to the tuner, not measured again.
+the database (from any run) are told to the tuner, not measured again. A config that breaks
+its template's rules (``invalid``, found before anything compiles) is recorded and told to the
+tuner but costs no budget, as Kernel Tuner's restrictions: ``trials`` counts measured candidates.
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ def tune_graph(outputs, inputs, target: Target, trials: int, db: Database, tuner
 
     try:
         done_in_run = {t.key: [x for x in db.history(t.key, target.key) if x.run == rid] for t in tasks}
-        used = sum(len(v) for v in done_in_run.values())
+        used = sum(1 for v in done_in_run.values() for x in v if x.failure != "invalid")
         bar.update(min(used, trials))
         # 1. every task's default schedule
         for task in tasks:
@@ -154,8 +156,12 @@ def _tune_task(task, budget, db, tuner_name, seed, batch, measurer, record, res,
     if known:
         tuner.tell([c for c, _ in known], [y for _, y in known])
     queue = [c for c in warm_start_configs(db, task) if config_key(c) not in prior]
-    spent = 0
+    spent = rejected = 0
     while spent < budget and not tuner.exhausted:
+        if rejected > max(256, 16 * budget):
+            log.warning("%s: %d configs in a row broke the template's rules; stopping this task", task.key,
+                        rejected)
+            break
         n = min(batch, budget - spent)
         cands = queue[:n]
         queue = queue[n:]
@@ -167,8 +173,10 @@ def _tune_task(task, budget, db, tuner_name, seed, batch, measurer, record, res,
         for r in rs:
             record(task, r)
         tuner.tell([r.config for r in rs], [None if r.failure else math.log(r.median) for r in rs])
-        spent += len(rs)
-        bar.update(len(rs))
+        measured = sum(1 for r in rs if r.failure != "invalid")   # rule breakers cost no budget
+        rejected = 0 if measured else rejected + len(rs)
+        spent += measured
+        bar.update(measured)
         best = db.best(task.key, task.target.key)
         if best is not None:
             bar.set_postfix_str(f"{task.family} best {best.median * 1e6:.1f}us")
@@ -176,7 +184,7 @@ def _tune_task(task, budget, db, tuner_name, seed, batch, measurer, record, res,
 
 def _summarize(db, task, target, res: TaskResult) -> None:
     hist = db.history(task.key, target.key)
-    res.trials = len(hist)
+    res.trials = sum(1 for t in hist if t.failure != "invalid")
     res.failures = {}
     for t in hist:
         if t.failure:

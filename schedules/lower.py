@@ -21,6 +21,7 @@ from ..dsl.tensor import PlaceholderOp, Tensor, input_tensors
 from .bounds import Interval, const_difference, interval, simplify_index, static_range
 from .loops import Allocate, Assign, Barrier, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store, seq
 from .schedule import FuseRel, Schedule, SplitRel, Stage, check
+from .xreduce import bound_reduce_axis, cross_item_reduce
 
 #: Root intermediates up to this many bytes live on the stack; larger ones on the heap.
 STACK_BYTES = 1 << 16
@@ -229,6 +230,10 @@ class _Lowerer:
             if spec.where is not None:
                 update = If(self.to_buffers(spec.where), update)
             first_red = next((k for k, v in enumerate(st.leaf) if v.kind == "reduce"), len(st.leaf))
+            kl = bound_reduce_axis(st)
+            if kl is not None:
+                inner = cross_item_reduce(self, st, kl, bufs, store_idx, vals, spec, loop_ext, guards, guarded)
+                return self.wrap(st, st.leaf[:first_red], inner, loop_ext)
             init_nest = self.wrap(st, [v for v in st.leaf[first_red:] if v.kind == "data"],
                                   guarded(init, False), loop_ext, attach=False)
             kv = st.leaf[-1]

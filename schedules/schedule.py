@@ -216,7 +216,9 @@ class Schedule:
         self.apply(Annotate(st.name, n, "parallel"))
 
     def bind(self, axis: IterVar, thread: str) -> None:
-        """Bind loop ``axis`` to a GPU thread index (used by device backends)."""
+        """Bind loop ``axis`` to a GPU thread index (used by device backends). A reduction loop
+        bound to ``local.*`` is reduced across the work-group (a tree in local memory; see
+        schedules/xreduce.py)."""
         st, n = self._axis(axis)
         self.apply(Bind(st.name, n, thread))
 
@@ -351,7 +353,9 @@ def apply_step(s: Schedule, step):
     if isinstance(step, Bind):
         v = st.leaf_var(step.axis)
         check(v not in st.annotations, f"axis '{v.name}' of '{st.name}' is already '{st.annotations.get(v)}'")
-        check(v.kind == "data", f"bind: '{v.name}' of '{st.name}' is a reduction axis")
+        check(v.kind == "data" or step.thread.startswith(("local.", "threadIdx.")),
+              f"bind: '{v.name}' of '{st.name}' is a reduction axis; only work-item indices (local.*, threadIdx.*) "
+              "can share a reduction (a tree across the work-group)")
         st.annotations[v] = "bind:" + step.thread
         return None
     if isinstance(step, ComputeAt):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from _checks import argmax_reducer, check_schedule, conv1d_chain, matmul
+from _checks import argmax_reducer, check_schedule, conv1d_chain, matmul, row_reduce
 from test_cpu_backend import _FLOAT_OPS, _INT_OPS, NAN, npdtype
 
 import hlotune
@@ -133,6 +133,54 @@ def test_elementwise_split_fuse_reorder_annotations():
     s.vectorize(ji)
     k = check(s)
     assert k.launches[0].global_size == (8 * 7,) and "get_global_id(0)" in k.source
+
+
+def _tree_reduce(kind="sum", M=30, K=50, L=16, dtype="float32", per_item=1):
+    """``row_reduce`` with each row's reduction shared by ``L`` work-items (a tree in local memory)."""
+    R = row_reduce(kind, M, K, dtype)
+    s = hlotune.Schedule(R)
+    ko, kl = s.split(R.op.reduce_axis[0], L)
+    s.reorder(kl, ko)
+    s.bind(kl, "local.x")
+    if M:
+        g, _i = s.split(R.op.axis[0], per_item)
+        s.bind(g, "group.x")
+    return s
+
+
+@needs_device
+@pytest.mark.parametrize("kind, M, K, L, dtype, per_item", [
+    ("sum", 30, 50, 16, "float32", 1), ("max", 8, 1000, 64, "float32", 1), ("min", 12, 300, 32, "float64", 4),
+    ("sum", 5, 4096, 256, "float32", 2), ("prod", 6, 40, 8, "float32", 1), ("sum", 9, 77, 32, "int32", 3)])
+def test_reduction_shared_across_work_items(kind, M, K, L, dtype, per_item):
+    f = check(_tree_reduce(kind, M, K, L, dtype, per_item), rtol=1e-4, atol=1e-4)
+    assert f.launches[0].local_size == (L,) and f.launches[0].global_size == (-(-M // per_item) * L,)
+    # log2(L) tree steps between barriers, after the partials and after the result
+    assert f.source.count("barrier(CLK_LOCAL_MEM_FENCE);") == L.bit_length() + 1
+
+
+@needs_device
+def test_reduction_across_work_items_errors():
+    s = _tree_reduce(L=12)
+    with pytest.raises(ScheduleError, match="power-of-two extent"):
+        build(s)
+    R = row_reduce("sum", 30, 50)
+    s = hlotune.Schedule(R)
+    with pytest.raises(ScheduleError, match="only work-item indices"):
+        s.bind(R.op.reduce_axis[0], "group.x")
+    ko, kl = s.split(R.op.reduce_axis[0], 16)
+    s.bind(kl, "local.x")        # kl inside ko: the partials would not cover the row
+    with pytest.raises(ScheduleError, match="must be the outermost reduction loop"):
+        build(s)
+    A = dsl.placeholder((30, 50), "float32", name="A")
+    k = dsl.reduce_axis(50, name="k")
+    idx, _val = dsl.compute((30,), lambda i: argmax_reducer()((k, A[i, k]), axis=k), name="am")
+    s = hlotune.Schedule(idx)
+    ko, kl = s.split(k, 16)
+    s.reorder(kl, ko)
+    s.bind(kl, "local.x")
+    with pytest.raises(ScheduleError, match="2-value reducer"):
+        build(s)
 
 
 @needs_device

@@ -9,7 +9,10 @@ limit, capped at 256) and combinations beyond it raise ScheduleError before anyt
   group (``layout`` stride, neighbouring work-items touch neighbouring elements).
 * reduction: the fused data axes as above (``per_item`` outputs per work-item), the reduction run
   serially in the work-item (``split_k``/``unroll_k``; ``order`` outer runs the reduction outside
-  the per-item outputs). Full reductions (no data axis) run on one work-item.
+  the per-item outputs). ``local_k`` > 1 instead gives each output (``per_item`` of them in turn)
+  a work-group of ``local_k`` work-items that split its reduction and combine their partials in a
+  tree in local memory (schedules/xreduce.py); full reductions (no data axis) then run on one
+  work-group, else on one work-item.
 * dot / conv: an output tile of ``local_x*tile_x`` rows by ``local_y*tile_y`` columns per
   work-group (rows on ``group.y``, columns on ``group.x``, leading axes fused on ``group.z``);
   each work-item computes ``tile_x x tile_y`` outputs, optionally accumulated in a private
@@ -142,22 +145,46 @@ class GenericCL(_CLTemplate):
 
 class ReductionCL(_CLTemplate):
     family = "reduction"
-    preferred = {"local": 64, "per_item": 1, "split_k": 1, "unroll_k": 0, "order": "inner"}
     domains = {"local": is_pow2, "per_item": is_pow2, "split_k": is_pow2, "unroll_k": _flag,
-               "order": lambda v: v in ("inner", "outer")}
+               "order": lambda v: v in ("inner", "outer"), "local_k": is_pow2}
+    preferred = {"local": 64, "per_item": 1, "split_k": 1, "unroll_k": 0, "order": "inner", "local_k": 1}
 
     def knobs(self, st, threads):
         n = _n_data(st)
         k = st.op.reduce_axis[-1].extent
         ks = (1,) + tuple(v for v in pow2_upto(k, 4, 32) if v < k)
+        lk = (1,) + tuple(v for v in pow2_upto(k, 8, self.max_local) if v < k) if st.op.num_outputs == 1 else (1,)
         if not n:
-            return [Knob("split_k", ks), Knob("unroll_k", (0, 1))]
+            return [Knob("split_k", ks), Knob("unroll_k", (0, 1)), Knob("local_k", lk)]
         return [Knob("local", pow2_upto(n, 1, self.max_local)), Knob("per_item", pow2_upto(n, 1, 8)),
-                Knob("split_k", ks), Knob("unroll_k", (0, 1)), Knob("order", ("inner", "outer"))]
+                Knob("split_k", ks), Knob("unroll_k", (0, 1)), Knob("order", ("inner", "outer")),
+                Knob("local_k", lk)]
+
+    def default_config(self, st):
+        """Few long reductions (a row of at least 128 per output, at most 64K outputs) share each
+        row among 64 work-items (a tree); otherwise one work-item per output."""
+        c = super().default_config(st)
+        k = st.op.reduce_axis[-1].extent
+        if k >= 128 and _n_data(st) <= 1 << 16:
+            lks = [v for v in self.knobs(st, 1)[-1].values if v <= 64]
+            c.update(local_k=max(lks), **({"local": 1, "order": "inner"} if "local" in c else {}))
+        return c
 
     def steps(self, s, st, c, threads):
         check(c["split_k"] > 1 or not c["unroll_k"], "opencl: unroll_k needs split_k > 1")
-        ks = split_last_reduction(s, [v for v in st.leaf if v.kind == "reduce"], c["split_k"], c["unroll_k"])
+        lk = c["local_k"]
+        reds = [v for v in st.leaf if v.kind == "reduce"]
+        kl = None
+        if lk > 1:      # the last reduction axis split across lk work-items: k = ko * lk + kl
+            check(c.get("local", 1) == 1 and c.get("order", "inner") == "inner",
+                  "opencl: local_k > 1 shares each output's reduction among the work-group; it needs local=1 "
+                  "and order=inner")
+            ko, kl = s.split(reds[-1], lk)
+            reds = reds[:-1] + [ko]
+        ks = split_last_reduction(s, reds, c["split_k"], c["unroll_k"])
+        if kl is not None:
+            s.reorder(kl, *ks)
+            s.bind(kl, "local.x")
         if "local" not in c:
             return
         check(c["order"] == "inner" or c["per_item"] > 1, "opencl: order=outer needs per_item > 1")
@@ -168,6 +195,9 @@ class ReductionCL(_CLTemplate):
             f, i = s.split(f, c["per_item"])
         else:
             i = None
+        if kl is not None:
+            s.bind(f, "group.x")
+            return
         g, l_ = s.split(f, c["local"])
         self._check_local(c["local"])
         s.bind(g, "group.x")
