@@ -433,7 +433,8 @@ class SpecRunner:
                 cl.enqueue_copy(self._ctx.queue, _bytes(o), b, is_blocking=False)
         self._ctx.queue.finish()
 
-    def time(self, repeat: int = 10, min_repeat_ms: float = 50.0, number: int | None = None) -> TimingResult:
+    def time(self, repeat: int = 10, min_repeat_ms: float = 50.0, number: int | None = None,
+             warmup_ms: float = 0.0) -> TimingResult:
         """Seconds per call on the uploaded inputs (profiling events, every repeat kept)."""
         if not self._launches or not any(math.prod(ln["global_size"]) for _, ln in self._launches):
             return TimingResult((0.0,) * repeat, 1)
@@ -443,4 +444,4 @@ class SpecRunner:
             self._ctx.queue.finish()
             return sum(e.profile.end - e.profile.start for e in evs) * 1e-9
 
-        return measure(run_n, repeat, min_repeat_ms, number)
+        return measure(run_n, repeat, min_repeat_ms, number, warmup_ms=warmup_ms)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -32,11 +33,16 @@ class TimingResult:
 
 
 def measure(run_n: Callable[[int], float], repeat: int = 10, min_repeat_ms: float = 50.0,
-            number: int | None = None, warmup: int = 1) -> TimingResult:
+            number: int | None = None, warmup: int = 1, warmup_ms: float = 0.0) -> TimingResult:
     """Time ``run_n(n) -> seconds for n calls``: pick ``number`` so one repeat lasts at least
-    ``min_repeat_ms`` (as TVM's ``min_repeat_ms``), then take ``repeat`` repeats."""
+    ``min_repeat_ms`` (as TVM's ``min_repeat_ms``), then take ``repeat`` repeats. ``warmup``
+    calls, and calls for at least ``warmup_ms`` of wall time, run first and are not counted (a
+    fresh process's thread pools and clocks take a while to settle)."""
     if warmup:
         run_n(warmup)
+    end = time.perf_counter() + warmup_ms / 1e3
+    while time.perf_counter() < end:
+        run_n(max(warmup, 1))
     if number is None:
         number = 1
         while True:
