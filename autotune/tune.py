@@ -198,14 +198,17 @@ def _summarize(db, task, target, res: TaskResult) -> None:
 
 
 def summary_table(results: list[TaskResult]) -> str:
-    """A plain-text table of tuning results."""
-    head = f"{'task':60s} {'trials':>6s} {'fail':>5s} {'default us':>11s} {'best us':>10s} {'speed-up':>8s}"
+    """A plain-text table of tuning results: measured trials, their failures, and configs rejected
+    by template rules before compiling (``invalid``, free of budget)."""
+    head = (f"{'task':60s} {'trials':>6s} {'fail':>5s} {'invalid':>7s} {'default us':>11s} {'best us':>10s} "
+            f"{'speed-up':>8s}")
     lines = [head, "-" * len(head)]
     for r in results:
         d = r.default_time * 1e6 if r.default_time else float("nan")
         b = r.best_time * 1e6 if r.best_time else float("nan")
         sp = (r.default_time / r.best_time) if r.default_time and r.best_time else float("nan")
-        lines.append(f"{r.task.description[:60]:60s} {r.trials:6d} {sum(r.failures.values()):5d} "
+        fail = sum(n for k, n in r.failures.items() if k != "invalid")
+        lines.append(f"{r.task.description[:60]:60s} {r.trials:6d} {fail:5d} {r.failures.get('invalid', 0):7d} "
                      f"{d:11.1f} {b:10.1f} {sp:8.2f}")
     return "\n".join(lines)
 
