@@ -192,7 +192,8 @@ def cmd_devices(args) -> int:
         print(f"  opencl:{pi}:{di}  {t.device}{tag}")
         print(f"    driver {t.driver_version}, {t.opencl_version.strip()}, {t.compute_units} compute units")
         print(f"    max work-group {t.max_work_group_size}, work-item sizes {list(t.max_work_item_sizes)}, "
-              f"local mem {_mib(t.local_mem_size)}, global mem {_mib(t.global_mem_size)}")
+              f"local mem {_mib(t.local_mem_size)}, global mem {_mib(t.global_mem_size)}, "
+              f"max parameter size {t.max_parameter_size} bytes")
         print(f"    fp16 {'yes' if t.fp16 else 'no'}, fp64 {'yes' if t.fp64 else 'no'}, "
               f"builds kernels: {'yes' if err is None else 'no (' + err + ')'}, key {t.key}")
     return 0

@@ -175,6 +175,7 @@ class OpenCLTarget(Target):
     max_work_item_sizes: tuple = ()
     local_mem_size: int = 0
     global_mem_size: int = 0
+    max_parameter_size: int = 0
     extensions: tuple = ()
     correctly_rounded_div_sqrt: bool = False
 
@@ -218,7 +219,8 @@ def opencl_target(spec: str = "opencl") -> OpenCLTarget:
                         opencl_version=d.version, compute_units=d.max_compute_units,
                         max_work_group_size=d.max_work_group_size,
                         max_work_item_sizes=tuple(d.max_work_item_sizes), local_mem_size=d.local_mem_size,
-                        global_mem_size=d.global_mem_size, extensions=tuple(d.extensions.split()),
+                        global_mem_size=d.global_mem_size, max_parameter_size=d.max_parameter_size,
+                        extensions=tuple(d.extensions.split()),
                         correctly_rounded_div_sqrt=crdiv)
 
 

@@ -370,6 +370,9 @@ def test_local_memory_errors_name_the_rule():
     fn = _local_memory_matmul(64, 64, 32).lower()
     with pytest.raises(ScheduleError, match="768 bytes of local memory, more than 'dev'.s local memory size 512"):
         render_opencl(fn, local_mem_size=512, device="'dev'")
+    with pytest.raises(ScheduleError, match="takes 3 buffer arguments .24 bytes., more than 'dev'.s maximum "
+                                            "parameter size 16"):
+        render_opencl(fn, max_parameter_size=16, device="'dev'")
     with pytest.raises(ScheduleError, match="need a work-group"):
         render_opencl(_local_memory_matmul(64, 64, 32, bind=False).lower())
     # a k-slice staged inside bound loops that have guarded tails: not every work-item reaches the barrier

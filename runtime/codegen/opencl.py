@@ -248,12 +248,13 @@ class OpenCLRenderer(CStyleRenderer):
 
     def __init__(self, fp16: bool = False, fp64: bool = True, max_work_group_size: int | None = None,
                  max_work_item_sizes: tuple | None = None, local_mem_size: int | None = None,
-                 device: str = "the device"):
+                 max_parameter_size: int | None = None, device: str = "the device"):
         super().__init__()
         self.fp16, self.fp64, self.device = fp16, fp64, device
         self.max_work_group_size = max_work_group_size
         self.max_work_item_sizes = max_work_item_sizes
         self.local_mem_size = local_mem_size
+        self.max_parameter_size = max_parameter_size
         self._shared: list[Buffer] = []
         self._divergent = 0
         self._mapped: dict[int, tuple[str, int | None]] = {}   # id(For) -> (index, launch extent)
@@ -407,6 +408,10 @@ class OpenCLRenderer(CStyleRenderer):
         for sc in self._item_scratch:
             params.append(f"__global {self.ctype(sc.buffer.dtype, True)}* restrict {self.name(sc, sc.buffer.name + '_scratch')}")
         args += self._item_scratch
+        if self.max_parameter_size and 8 * len(params) > self.max_parameter_size:
+            raise ScheduleError(f"kernel '{name}' takes {len(params)} buffer arguments ({8 * len(params)} bytes), more "
+                                f"than {self.device}'s maximum parameter size {self.max_parameter_size}; split the "
+                                "module segment (fewer fused inputs and outputs per kernel)")
         attr = ""
         if lsize is not None:     # lets the compiler size barriers and vectorize for the known shape
             attr = f"__attribute__((reqd_work_group_size({', '.join(map(str, (*lsize, 1, 1, 1)[:3]))}))) "
@@ -458,4 +463,6 @@ def render_for(fn: LoweredFunc, target) -> Program:
     return render_opencl(fn, fp16=target.fp16, fp64=target.fp64,
                          max_work_group_size=target.max_work_group_size or None,
                          max_work_item_sizes=target.max_work_item_sizes or None,
-                         local_mem_size=getattr(target, "local_mem_size", 0) or None, device=f"'{target.device}'")
+                         local_mem_size=getattr(target, "local_mem_size", 0) or None,
+                         max_parameter_size=getattr(target, "max_parameter_size", 0) or None,
+                         device=f"'{target.device}'")
