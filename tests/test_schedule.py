@@ -387,35 +387,28 @@ def _mm_schedules():
         s.reorder(k, i, j)
         s.vectorize(j)
 
-    def cache_write_tiles(s, C):
+    def _register_tiles(s, C, rows, staged):
+        """C's tiles accumulated in a cache_write buffer, k split by 5; ``staged``: the A rows
+        and B panel each k-slice reads packed by cache_read (CPU semantics)."""
         CC = s.cache_write(C, "local")
-        i, j = C.op.axis
-        io, jo, _ii, _ji = s.tile(i, j, 7, 16)
+        caches = [s.cache_read(t, "shared", [CC]) for t in ("A", "B")] if staged else []
+        io, jo, _ii, _ji = s.tile(*C.op.axis, rows, 16)
         s.compute_at(CC, jo)
         ci, cj = CC.op.axis
-        (ck,) = CC.op.reduce_axis
-        ko, ki = s.split(ck, 5)
-        s.reorder(ko, ci, ki, cj)
+        ko, ki = s.split(CC.op.reduce_axis[0], 5)
+        s.reorder(ko, *((ki, ci) if staged else (ci, ki)), cj)
         s.vectorize(cj)
+        for t in caches:
+            s.compute_at(t, ko)
+        if caches:
+            s.vectorize(caches[1].op.axis[1])
         s.parallel(io)
 
+    def cache_write_tiles(s, C):
+        _register_tiles(s, C, 7, staged=False)
+
     def cache_read_panels(s, C):
-        """Pack the A rows and the B panel a tile reads per k-slice (cache_read, CPU semantics)."""
-        CC = s.cache_write(C, "local")
-        AS = s.cache_read("A", "shared", [CC])
-        BS = s.cache_read("B", "shared", [CC])
-        i, j = C.op.axis
-        io, jo, _ii, _ji = s.tile(i, j, 8, 16)
-        s.compute_at(CC, jo)
-        ci, cj = CC.op.axis
-        (ck,) = CC.op.reduce_axis
-        ko, ki = s.split(ck, 5)
-        s.reorder(ko, ki, ci, cj)
-        s.vectorize(cj)
-        s.compute_at(AS, ko)
-        s.compute_at(BS, ko)
-        s.vectorize(BS.op.axis[1])
-        s.parallel(io)
+        _register_tiles(s, C, 8, staged=True)
 
     return {f.__name__: f for f in (default, tile_reorder_vec_par, fused_outer_parallel, k_outermost,
                                     cache_write_tiles, cache_read_panels)}
