@@ -12,9 +12,9 @@ import json
 import math
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ..dsl.errors import ConfigError, HlotuneError
 
@@ -153,7 +153,7 @@ class Database:
         return self._id("targets", key)
 
     def _id(self, table: str, key: str) -> int:
-        row = self.conn.execute(f"SELECT id FROM {table} WHERE key=?", (key,)).fetchone()  # noqa: S608
+        row = self.conn.execute(f"SELECT id FROM {table} WHERE key=?", (key,)).fetchone()
         if row is None:
             raise HlotuneError(f"{table[:-1]} '{key}' is not in {self.path}")
         return int(row["id"])
@@ -312,4 +312,4 @@ def iter_jsonl(path) -> Iterator[dict]:
                 yield json.loads(line)
 
 
-__all__ = ["Database", "Trial", "FAILURES", "SCHEMA_VERSION", "config_key", "iter_jsonl"]
+__all__ = ["FAILURES", "SCHEMA_VERSION", "Database", "Trial", "config_key", "iter_jsonl"]

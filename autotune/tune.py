@@ -213,4 +213,4 @@ def summary_table(results: list[TaskResult]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["tune_graph", "summary_table", "TaskResult", "warm_start_configs"]
+__all__ = ["TaskResult", "summary_table", "tune_graph", "warm_start_configs"]

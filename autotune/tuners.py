@@ -11,12 +11,12 @@ import json
 import math
 import random
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 from ..dsl.errors import ConfigError, MissingDependencyError
 from ..schedules.templates.base import Space
 
-TUNERS: dict[str, Callable[..., "Tuner"]] = {}
+TUNERS: dict[str, Callable[..., Tuner]] = {}
 
 
 def register(name: str):
@@ -27,7 +27,7 @@ def register(name: str):
     return deco
 
 
-def get_tuner(name: str, space: Space, seed: int = 0, allowed=None, **options) -> "Tuner":
+def get_tuner(name: str, space: Space, seed: int = 0, allowed=None, **options) -> Tuner:
     """A tuner by name: ``bayes``, ``random`` or ``grid``. ``allowed`` (a list of configs)
     restricts proposals to that catalog (e.g. a recorded log replayed without a device)."""
     if name not in TUNERS:

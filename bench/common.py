@@ -11,8 +11,8 @@ import platform
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -42,7 +42,7 @@ def environment(extra: dict | None = None) -> dict:
     from hlotune.runtime.targets import cpu_model
     cc = CCompiler()
     env = {
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "hlotune_commit": _git_commit(),
         "python": platform.python_version(),
         "numpy": np.__version__,

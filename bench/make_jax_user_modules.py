@@ -20,7 +20,7 @@ def functions():
     import jax.numpy as jnp
     from jax import lax
     r = np.random.default_rng(7)
-    f32 = lambda *s: r.standard_normal(s).astype(np.float32)  # noqa: E731
+    f32 = lambda *s: r.standard_normal(s).astype(np.float32)
     return {
         "trig_poly": (lambda x, y: jnp.sin(x) * jnp.cos(y) + x ** 2 - jnp.abs(y) / 3, (f32(33, 65), f32(33, 65))),
         "logsumexp": (lambda x: jax.nn.logsumexp(x, axis=-1), (f32(24, 300),)),

@@ -18,13 +18,13 @@ import random
 import statistics
 import time
 
-from tqdm.auto import tqdm
-
-import hlotune
 from hlotune.autotune.measure import Measurer
 from hlotune.autotune.task import extract_tasks
 from hlotune.autotune.tuners import get_tuner
 from hlotune.runtime.targets import get_target
+from tqdm.auto import tqdm
+
+import hlotune
 
 from .common import environment, md_table, write_results
 from .corpus_cpu import DATA
@@ -113,8 +113,8 @@ def main(argv=None):
                         f"space measured in {mtime:.0f} s, {len(log) - len(ok)} configs failed (told as penalties)")
     md = md_table(["task", "configs measured", "tuner"] + [f"best/space best after {c}" for c in CHECKPOINTS]
                   + ["trials to within 5% (median)"], table)
-    notes = ("Median over seeds 0..{} of the best time found relative to the best time in the measured space "
-             "(1.000 = found the best). ".format(args.seeds - 1) + "\n\n" + "\n".join(f"- {v}" for v in verdicts))
+    notes = (f"Median over seeds 0..{args.seeds - 1} of the best time found relative to the best time in the measured space "
+             "(1.000 = found the best). " + "\n\n" + "\n".join(f"- {v}" for v in verdicts))
     write_results("tuner_efficiency", rows, md, env, notes)
     print(md)
     print(notes)

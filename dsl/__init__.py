@@ -11,20 +11,89 @@ from .dtypes import DType, dtype
 from .errors import DSLError
 from .expr import Expr, IterVar, as_expr, binary, bitcast, cast, const, select, unary
 from .ops import GroupOp, Op
-from .tensor import (ComputeOp, ExternOp, Graph, PlaceholderOp, Tensor, comm_reducer, compute, extern, placeholder,
-                     reduce_axis)
+from .tensor import (
+    ComputeOp,
+    ExternOp,
+    Graph,
+    PlaceholderOp,
+    Tensor,
+    comm_reducer,
+    compute,
+    extern,
+    placeholder,
+    prod,
+    reduce_axis,
+    sum,
+)
 from .tensor import max as _rmax
 from .tensor import min as _rmin
-from .tensor import prod, sum  # noqa: A004
 
-__all__ = ["DType", "dtype", "dtypes", "Expr", "IterVar", "Tensor", "Graph", "ComputeOp", "ExternOp", "extern",
-           "DSLError", "as_expr",
-           "PlaceholderOp", "Op", "GroupOp", "placeholder", "compute", "reduce_axis", "comm_reducer",
-           "sum", "prod", "max", "min", "const", "cast", "bitcast", "select", "exp", "expm1", "log",
-           "log1p", "tanh", "sqrt", "rsqrt", "cbrt", "erf", "sin", "cos", "tan", "abs", "sign", "floor",
-           "ceil", "round", "isfinite", "pow", "atan2", "maximum", "minimum", "equal", "not_equal",
-           "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or",
-           "logical_not", "rem", "floordiv", "floormod", "shift_right_logical", "popcount", "clz"]
+__all__ = [
+    "ComputeOp",
+    "DSLError",
+    "DType",
+    "Expr",
+    "ExternOp",
+    "Graph",
+    "GroupOp",
+    "IterVar",
+    "Op",
+    "PlaceholderOp",
+    "Tensor",
+    "abs",
+    "as_expr",
+    "atan2",
+    "bitcast",
+    "cast",
+    "cbrt",
+    "ceil",
+    "clz",
+    "comm_reducer",
+    "compute",
+    "const",
+    "cos",
+    "dtype",
+    "dtypes",
+    "equal",
+    "erf",
+    "exp",
+    "expm1",
+    "extern",
+    "floor",
+    "floordiv",
+    "floormod",
+    "greater",
+    "greater_equal",
+    "isfinite",
+    "less",
+    "less_equal",
+    "log",
+    "log1p",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "max",
+    "maximum",
+    "min",
+    "minimum",
+    "not_equal",
+    "placeholder",
+    "popcount",
+    "pow",
+    "prod",
+    "reduce_axis",
+    "rem",
+    "round",
+    "rsqrt",
+    "select",
+    "shift_right_logical",
+    "sign",
+    "sin",
+    "sqrt",
+    "sum",
+    "tan",
+    "tanh",
+]
 
 
 def _u(op):
@@ -46,11 +115,11 @@ def _b(op):
 exp, expm1, log, log1p = _u(Op.EXP), _u(Op.EXPM1), _u(Op.LOG), _u(Op.LOG1P)
 tanh, sqrt, rsqrt, cbrt, erf = _u(Op.TANH), _u(Op.SQRT), _u(Op.RSQRT), _u(Op.CBRT), _u(Op.ERF)
 sin, cos, tan = _u(Op.SIN), _u(Op.COS), _u(Op.TAN)
-abs, sign, floor, ceil = _u(Op.ABS), _u(Op.SIGN), _u(Op.FLOOR), _u(Op.CEIL)  # noqa: A001
-round = _u(Op.ROUND)  # noqa: A001  (round half to even)
+abs, sign, floor, ceil = _u(Op.ABS), _u(Op.SIGN), _u(Op.FLOOR), _u(Op.CEIL)
+round = _u(Op.ROUND)
 isfinite, logical_not = _u(Op.ISFINITE), _u(Op.NOT)
 popcount, clz = _u(Op.POPCNT), _u(Op.CLZ)
-pow, atan2 = _b(Op.POW), _b(Op.ATAN2)  # noqa: A001
+pow, atan2 = _b(Op.POW), _b(Op.ATAN2)
 maximum, minimum = _b(Op.MAX), _b(Op.MIN)
 equal, not_equal, less, less_equal = _b(Op.EQ), _b(Op.NE), _b(Op.LT), _b(Op.LE)
 greater, greater_equal = _b(Op.GT), _b(Op.GE)
@@ -59,14 +128,14 @@ rem, floordiv, floormod = _b(Op.REM), _b(Op.FLOORDIV), _b(Op.FLOORMOD)
 shift_right_logical = _b(Op.SHRL)
 
 
-def max(*args, axis=None, where=None):  # noqa: A001
+def max(*args, axis=None, where=None):
     """``max(a, b)``: elementwise maximum (NaN propagates); ``max(e, axis=k)``: reduction."""
     if axis is not None:
         return _rmax(args[0], axis=axis, where=where)
     return binary(Op.MAX, *args)
 
 
-def min(*args, axis=None, where=None):  # noqa: A001
+def min(*args, axis=None, where=None):
     """``min(a, b)``: elementwise minimum (NaN propagates); ``min(e, axis=k)``: reduction."""
     if axis is not None:
         return _rmin(args[0], axis=axis, where=where)

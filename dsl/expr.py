@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,7 @@ class ExprOps:
     def __bool__(self):
         raise DSLError("a DSL expression has no truth value; use dsl.select(cond, a, b)")
 
-    def astype(self, dtype) -> "Expr":
+    def astype(self, dtype) -> Expr:
         return cast(self, dtype)
 
 
@@ -85,7 +86,7 @@ class IterVar(ExprOps):
     uid: int = field(default_factory=lambda: next(_ids), compare=False)
 
     @cached_property
-    def var(self) -> "Expr":
+    def var(self) -> Expr:
         return Expr(Op.VAR, self.dtype, (), self)
 
     def __repr__(self) -> str:
@@ -100,7 +101,7 @@ class Expr(ExprOps):
 
     op: Op
     dtype: DType
-    src: tuple["Expr", ...] = ()
+    src: tuple[Expr, ...] = ()
     arg: Any = None
 
     __hash__ = object.__hash__
@@ -219,13 +220,13 @@ def _simplify(op: Op, a: Expr, b: Expr) -> Expr | None:
     def is_c(e, v):
         return e.op is Op.CONST and e.arg == v
     if op is Op.ADD and a.dtype.is_int:  # not for floats: -0.0 + 0.0 is +0.0
-        if is_c(b, 0): return a  # noqa: E701
-        if is_c(a, 0): return b  # noqa: E701
+        if is_c(b, 0): return a
+        if is_c(a, 0): return b
     if op is Op.SUB and is_c(b, 0) and (a.dtype.is_int or not math.copysign(1.0, b.arg) < 0):
         return a
     if op is Op.MUL:
-        if is_c(b, 1): return a  # noqa: E701
-        if is_c(a, 1): return b  # noqa: E701
+        if is_c(b, 1): return a
+        if is_c(a, 1): return b
         if a.dtype.is_int and (is_c(a, 0) or is_c(b, 0)):
             return const(0, a.dtype)
     if op in (Op.FLOORDIV, Op.DIV) and a.dtype.is_int and is_c(b, 1):

@@ -14,22 +14,22 @@ class Op(Enum):
     VAR = auto()        # arg: IterVar (loop or reducer variable)
     LOAD = auto()       # src: indices; arg: Tensor (DSL level) or Buffer (loop IR level)
     # unary
-    NEG = auto(); NOT = auto(); ABS = auto(); SIGN = auto()  # noqa: E702
-    EXP = auto(); EXPM1 = auto(); LOG = auto(); LOG1P = auto()  # noqa: E702
-    SQRT = auto(); RSQRT = auto(); CBRT = auto(); TANH = auto(); ERF = auto()  # noqa: E702
-    SIN = auto(); COS = auto(); TAN = auto()  # noqa: E702
-    FLOOR = auto(); CEIL = auto(); ROUND = auto(); ISFINITE = auto()  # noqa: E702
-    POPCNT = auto(); CLZ = auto()  # noqa: E702
+    NEG = auto(); NOT = auto(); ABS = auto(); SIGN = auto()
+    EXP = auto(); EXPM1 = auto(); LOG = auto(); LOG1P = auto()
+    SQRT = auto(); RSQRT = auto(); CBRT = auto(); TANH = auto(); ERF = auto()
+    SIN = auto(); COS = auto(); TAN = auto()
+    FLOOR = auto(); CEIL = auto(); ROUND = auto(); ISFINITE = auto()
+    POPCNT = auto(); CLZ = auto()
     # binary
-    ADD = auto(); SUB = auto(); MUL = auto(); DIV = auto(); REM = auto()  # noqa: E702
-    FLOORDIV = auto(); FLOORMOD = auto(); POW = auto(); ATAN2 = auto()  # noqa: E702
-    MAX = auto(); MIN = auto()  # noqa: E702
-    AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHRA = auto(); SHRL = auto()  # noqa: E702
-    LT = auto(); LE = auto(); GT = auto(); GE = auto(); EQ = auto(); NE = auto()  # noqa: E702
+    ADD = auto(); SUB = auto(); MUL = auto(); DIV = auto(); REM = auto()
+    FLOORDIV = auto(); FLOORMOD = auto(); POW = auto(); ATAN2 = auto()
+    MAX = auto(); MIN = auto()
+    AND = auto(); OR = auto(); XOR = auto(); SHL = auto(); SHRA = auto(); SHRL = auto()
+    LT = auto(); LE = auto(); GT = auto(); GE = auto(); EQ = auto(); NE = auto()
     # ternary
     SELECT = auto()
     # conversions: dtype is the target
-    CAST = auto(); BITCAST = auto()  # noqa: E702
+    CAST = auto(); BITCAST = auto()
     # reduction: src: values; arg: ReduceSpec
     REDUCE = auto()
 

@@ -11,7 +11,7 @@ arithmetic right shifts); float -> int casts truncate, map NaN to 0 and saturate
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 

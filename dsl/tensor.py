@@ -9,15 +9,26 @@ from __future__ import annotations
 
 import inspect
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Callable, Sequence
 
 from . import dtypes as dt
 from .dtypes import DType
 from .errors import DSLError
-from .expr import (Expr, ExprOps, IterVar, Reducer, ReduceSpec, as_expr, binary, cast, const,
-                   structural_key, walk)
+from .expr import (
+    Expr,
+    ExprOps,
+    IterVar,
+    Reducer,
+    ReduceSpec,
+    as_expr,
+    binary,
+    cast,
+    const,
+    structural_key,
+    walk,
+)
 from .ops import Op
 
 _seq = itertools.count()
@@ -68,7 +79,7 @@ class ComputeOp:
     def is_reduction(self) -> bool:
         return self.body[0].op is Op.REDUCE
 
-    def output(self, i: int = 0) -> "Tensor":
+    def output(self, i: int = 0) -> Tensor:
         return Tensor(self.shape, self.body[i].dtype, self, i)
 
 
@@ -83,7 +94,7 @@ class ExternOp:
 
     name: str
     kind: str
-    inputs: tuple["Tensor", ...]
+    inputs: tuple[Tensor, ...]
     out_shapes: tuple[tuple[int, ...], ...]
     out_dtypes: tuple[DType, ...]
     fn: Callable = field(compare=False)
@@ -99,7 +110,7 @@ class ExternOp:
     def num_outputs(self) -> int:
         return len(self.out_shapes)
 
-    def output(self, i: int = 0) -> "Tensor":
+    def output(self, i: int = 0) -> Tensor:
         return Tensor(self.out_shapes[i], self.out_dtypes[i], self, i)
 
 
@@ -306,10 +317,10 @@ def limit_value(d: DType, kind: str):
     return int(info.min if kind == "lowest" else info.max)
 
 
-sum = comm_reducer(lambda a, b: (binary(Op.ADD, a[0], b[0]),), _identity_of("zero"), "sum", "add")  # noqa: A001
+sum = comm_reducer(lambda a, b: (binary(Op.ADD, a[0], b[0]),), _identity_of("zero"), "sum", "add")
 prod = comm_reducer(lambda a, b: (binary(Op.MUL, a[0], b[0]),), _identity_of("one"), "prod", "multiply")
-max = comm_reducer(lambda a, b: (binary(Op.MAX, a[0], b[0]),), _identity_of("lowest"), "max", "maximum")  # noqa: A001
-min = comm_reducer(lambda a, b: (binary(Op.MIN, a[0], b[0]),), _identity_of("highest"), "min", "minimum")  # noqa: A001
+max = comm_reducer(lambda a, b: (binary(Op.MAX, a[0], b[0]),), _identity_of("lowest"), "max", "maximum")
+min = comm_reducer(lambda a, b: (binary(Op.MIN, a[0], b[0]),), _identity_of("highest"), "min", "minimum")
 
 
 # ----------------------------------------------------------------------------- graph
@@ -378,9 +389,7 @@ class Graph:
             self.input_names.append(fresh(t.name))
             self.names.setdefault(id(t.op), self.input_names[-1])
         for o in self.ops:
-            if isinstance(o, ComputeOp):
-                self.names[id(o)] = fresh(o.name)
-            elif id(o) not in self.names:
+            if isinstance(o, ComputeOp) or id(o) not in self.names:
                 self.names[id(o)] = fresh(o.name)
 
     def is_input(self, t: Tensor) -> int | None:

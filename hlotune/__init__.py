@@ -7,14 +7,21 @@ from __future__ import annotations
 
 import logging
 
+from . import dsl
 from .dsl import errors
-from .dsl.errors import (CompileError, ConfigError, DSLError, HloParseError, HlotuneError,
-                         KernelArgumentError, ScheduleError, UnsupportedOpError)
+from .dsl.errors import (
+    CompileError,
+    ConfigError,
+    DSLError,
+    HloParseError,
+    HlotuneError,
+    KernelArgumentError,
+    ScheduleError,
+    UnsupportedOpError,
+)
 from .runtime.build import Kernel, build
 from .runtime.targets import Target, get_target
 from .schedules.schedule import Schedule
-
-from . import dsl  # noqa: E402  (hlotune.dsl)
 
 
 def __getattr__(name):
@@ -27,6 +34,26 @@ def __getattr__(name):
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 __version__ = "0.1.0"
-__all__ = ["dsl", "load_hlo", "compile", "tune", "report", "Module", "CompiledModule", "errors", "Schedule", "build", "Kernel", "Target", "get_target", "HlotuneError",
-           "DSLError", "ScheduleError", "CompileError", "KernelArgumentError", "HloParseError",
-           "UnsupportedOpError", "ConfigError"]
+__all__ = [
+    "CompileError",
+    "CompiledModule",
+    "ConfigError",
+    "DSLError",
+    "HloParseError",
+    "HlotuneError",
+    "Kernel",
+    "KernelArgumentError",
+    "Module",
+    "Schedule",
+    "ScheduleError",
+    "Target",
+    "UnsupportedOpError",
+    "build",
+    "compile",
+    "dsl",
+    "errors",
+    "get_target",
+    "load_hlo",
+    "report",
+    "tune",
+]

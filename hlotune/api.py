@@ -10,7 +10,7 @@ import numpy as np
 
 from .runtime.module import CompiledGraph
 
-__all__ = ["Module", "CompiledModule", "load_hlo", "compile", "tune", "report", "tolerance"]
+__all__ = ["CompiledModule", "Module", "compile", "load_hlo", "report", "tolerance", "tune"]
 
 
 @dataclass
@@ -111,7 +111,7 @@ def _db(db):
     return Database(db)
 
 
-def compile(module, target="cpu", db=None) -> CompiledModule:  # noqa: A001
+def compile(module, target="cpu", db=None) -> CompiledModule:
     """Compile ``module`` (a Module, path or HLO text) for ``target``. With ``db`` (a path or
     Database), each kernel uses the best configuration tuned for it on this target; kernels
     the database does not know get the default schedule."""

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from ..dsl.errors import CompileError
@@ -34,7 +34,7 @@ class CCompiler:
         return compiler_version(self.cc)
 
 
-@lru_cache(maxsize=None)
+@cache
 def compiler_version(cc: str) -> str:
     try:
         out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)

@@ -9,8 +9,8 @@ inputs (array constants) are evaluated once, at compile time.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 

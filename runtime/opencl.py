@@ -20,7 +20,7 @@ import platform as _platform
 import sys
 import warnings
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -86,7 +86,7 @@ def _cl():
     return pyopencl
 
 
-@lru_cache(maxsize=None)
+@cache
 def devices() -> tuple:
     """``(platform_index, device_index, device)`` of every OpenCL device."""
     cl = _cl()
@@ -143,7 +143,7 @@ def select_device(spec: str):
     raise TargetError(f"target '{spec}': expected 'opencl', 'opencl:P', 'opencl:P:D' or 'opencl:NAME'")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _probe(platform_index: int, device_index: int) -> str | None:
     """None if the device builds and runs a trivial kernel, else why not."""
     cl = _cl()
@@ -261,7 +261,7 @@ class DeviceContext:
         return prg
 
 
-@lru_cache(maxsize=None)
+@cache
 def device_context(platform_index: int, device_index: int) -> DeviceContext:
     for pi, di, d in devices():
         if (pi, di) == (platform_index, device_index):

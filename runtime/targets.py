@@ -11,13 +11,13 @@ import json
 import os
 import platform
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 
 from ..dsl.errors import TargetError
 from .cpu import CCompiler
 
 
-@lru_cache(maxsize=None)
+@cache
 def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as f:

@@ -10,16 +10,28 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
-from dataclasses import dataclass, field
 
 from ..dsl.errors import ScheduleError
 from ..dsl.expr import Expr, IterVar, ReduceSpec, substitute
 from ..dsl.ops import Op
 from ..dsl.tensor import ComputeOp, Graph, Tensor, input_tensors
-from .steps import (ANNOTATIONS, Annotate, Bind, CacheRead, CacheWrite, ComputeAt, ComputeInline, Fuse,
-                    Reorder, Split, step_from_json, step_to_json)
+from .steps import (
+    ANNOTATIONS,
+    Annotate,
+    Bind,
+    CacheRead,
+    CacheWrite,
+    ComputeAt,
+    ComputeInline,
+    Fuse,
+    Reorder,
+    Split,
+    step_from_json,
+    step_to_json,
+)
 
 
 def check(cond, msg: str) -> None:
@@ -283,7 +295,7 @@ class Schedule:
         return json.dumps([step_to_json(s) for s in self.steps])
 
     @classmethod
-    def from_json(cls, outputs, text, inputs=None) -> "Schedule":
+    def from_json(cls, outputs, text, inputs=None) -> Schedule:
         """Replay the steps in ``text`` (JSON list, or a list of dicts/steps) on a new schedule."""
         data = json.loads(text) if isinstance(text, str) else text
         s = cls(outputs, inputs)

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from hlotune.autotune.database import Database, Trial
 from hlotune.autotune.measure import Measurer
 from hlotune.autotune.task import extract_tasks, tuned_schedule_fn
@@ -27,7 +26,7 @@ from hlotune.runtime.targets import get_target
 from hlotune.schedules.templates.families import validate_record
 
 sys.path.insert(0, str(Path(__file__).parent))
-from autotune_fixtures import matmul_tanh  # noqa: E402
+from autotune_fixtures import matmul_tanh
 
 HERE = Path(__file__).parent
 CPU = get_target("cpu")
@@ -158,7 +157,7 @@ def test_export_import_round_trip_and_tampered_lines(tmp_path):
     db2 = Database(tmp_path / "b.db")
     ok, skipped = db2.import_jsonl(log, validate_record)
     assert (ok, skipped) == (6, [])
-    key = lambda t: (t.workload, t.target, json.dumps(t.config, sort_keys=True), tuple(t.times))  # noqa: E731
+    key = lambda t: (t.workload, t.target, json.dumps(t.config, sort_keys=True), tuple(t.times))
     assert sorted(map(key, db.history())) == sorted(map(key, db2.history()))
     for w in db.workloads():
         assert db.best(w["key"], CPU.key).config == db2.best(w["key"], CPU.key).config

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 import hlotune
-from hlotune.cli import check_outputs, main
+from hlotune.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _checks import run_module_file  # noqa: E402
+from _checks import run_module_file
 
 DATA = Path(__file__).parent / "data" / "hlo"
 MANIFEST = json.loads((DATA / "manifest.json").read_text())

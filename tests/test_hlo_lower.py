@@ -598,8 +598,8 @@ def test_handler_table_covers_corpus():
 
 # ----------------------------------------------------------------------------- mutated modules
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 _SMALL = ["softmax", "int32_arith", "concat_slice_pad", "reductions", "dynamic_slice", "embedding_gather",
           "conv2d_stride2_bias_relu", "causal_mask", "transpose_reshape", "fori_loop"]
@@ -611,6 +611,7 @@ def test_mutated_modules_parse_and_lower_or_raise_located_errors(name, opt, data
     """Mutated corpus texts (a number changed, a token deleted or duplicated, an opcode swapped)
     either lower or raise HloParseError/UnsupportedOpError: never anything else."""
     import re
+
     from hlotune.dsl.errors import HloParseError, UnsupportedOpError
     from hlotune.dsl.hlo.lower import lower_module
     from hlotune.dsl.hlo.parser import parse_hlo

@@ -5,14 +5,13 @@ corpus."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import sys
+from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _checks import run_module_file  # noqa: E402
+from _checks import run_module_file
 
 DATA = Path(__file__).parent / "data" / "jax_user"
 NAMES = sorted(p.name[:-4] for p in DATA.glob("*.hlo") if not p.name.endswith(".opt.hlo"))

@@ -17,11 +17,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _checks import argmax_reducer, check_schedule, conv1d_chain, matmul, row_reduce
+from hlotune.dsl.errors import (
+    HlotuneError,
+    KernelArgumentError,
+    MissingDependencyError,
+    ScheduleError,
+    TargetError,
+)
 from test_cpu_backend import _FLOAT_OPS, _INT_OPS, NAN, npdtype
 
 import hlotune
 from hlotune import dsl
-from hlotune.dsl.errors import HlotuneError, KernelArgumentError, MissingDependencyError, ScheduleError, TargetError
 
 DEVICE = os.environ.get("HLOTUNE_OPENCL_DEVICE", "opencl")
 DATA = Path(__file__).parent / "data" / "hlo"
@@ -345,19 +351,19 @@ def test_cache_read_local_memory_cooperative_matmul(shape):
 @needs_device
 def test_readme_device_example():
     """The README's local-memory example, verbatim (after its CPU example's definitions)."""
-    A = dsl.placeholder((256, 128), "float32", name="A"); B = dsl.placeholder((128, 64), "float32", name="B")  # noqa: E702
+    A = dsl.placeholder((256, 128), "float32", name="A"); B = dsl.placeholder((128, 64), "float32", name="B")
     k = dsl.reduce_axis(128, name="k")
     C = dsl.compute((256, 64), lambda i, j: dsl.sum(A[i, k] * B[k, j], axis=k), name="C")
-    a = np.random.rand(256, 128).astype("float32"); b = np.random.rand(128, 64).astype("float32")  # noqa: E702
+    a = np.random.rand(256, 128).astype("float32"); b = np.random.rand(128, 64).astype("float32")
     # --- verbatim
     s = hlotune.Schedule(C)
     i, j = C.op.axis
-    io, ii = s.split(i, 8); jo, ji = s.split(j, 16); ko, ki = s.split(k, 16)  # noqa: E702
+    io, ii = s.split(i, 8); jo, ji = s.split(j, 16); ko, ki = s.split(k, 16)
     s.reorder(io, jo, ii, ji, ko, ki)
     for ax, th in ((io, "group.y"), (jo, "group.x"), (ii, "local.y"), (ji, "local.x")):
         s.bind(ax, th)
-    AS = s.cache_read("A", "local"); s.compute_at(AS, ko)      # 8 rows x 16 of A per k-step  # noqa: E702
-    y, x = s.split(s.fuse(*AS.op.axis), 16); s.bind(x, "local.x"); _, y = s.split(y, 8); s.bind(y, "local.y")  # noqa: E702
+    AS = s.cache_read("A", "local"); s.compute_at(AS, ko)      # 8 rows x 16 of A per k-step
+    y, x = s.split(s.fuse(*AS.op.axis), 16); s.bind(x, "local.x"); _, y = s.split(y, 8); s.bind(y, "local.y")
     f = hlotune.build(s, target="opencl")   # needs the [opencl] extra; f.source shows __local and barriers
     np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-5, atol=1e-5)
     # --- end of the verbatim example

@@ -12,14 +12,14 @@ import sys
 
 import numpy as np
 import pytest
+from hlotune.autotune.database import Database
+from hlotune.autotune.measure import Measurer
+from hlotune.dsl.errors import ConfigError, ScheduleError
+from hlotune.dsl.reference import evaluate
 from test_opencl import DEVICE, TARGET, WHY
 
 import hlotune
-from hlotune.autotune.database import Database
-from hlotune.autotune.measure import Measurer
 from hlotune.cli import main
-from hlotune.dsl.errors import ConfigError, ScheduleError
-from hlotune.dsl.reference import evaluate
 
 needs_device = pytest.mark.skipif(TARGET is None, reason=WHY)
 FAST = dict(batch=3, repeat=2, min_repeat_ms=1.0, progress=False)

@@ -4,12 +4,12 @@ pragmas, restrict pointers, 64-byte aligned scratch, an ``hl_entry`` wrapper and
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
+from ...dsl import dtypes as dt
 from ...dsl.errors import ScheduleError
 from ...dsl.ops import Op
 from ...schedules.loops import Allocate, For, LoweredFunc
-from ...dsl import dtypes as dt
 from .cstyle import CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers
 from .vmath import VMATH_C
@@ -24,7 +24,7 @@ _FLOATS = {"f32": ("float", "f"), "f64": ("double", "")}
 _TYPES = HelperTypes()
 
 
-@lru_cache(maxsize=None)
+@cache
 def helpers() -> str:
     """Inline helper functions giving XLA's semantics where C's differ."""
     out = ["""#include <stdint.h>
@@ -131,4 +131,4 @@ def render_c(fn: LoweredFunc) -> str:
     return CRenderer().render(fn)
 
 
-__all__ = ["CRenderer", "render_c", "helpers"]
+__all__ = ["CRenderer", "helpers", "render_c"]

@@ -31,15 +31,7 @@ _FMATH = {Op.EXP: "exp", Op.EXPM1: "expm1", Op.LOG: "log", Op.LOG1P: "log1p", Op
 
 
 #: identifiers generated code must not shadow: C/OpenCL/CUDA keywords, macros, libm names
-RESERVED = frozenset("""
-auto break case char const continue default do double else enum extern float for goto if inline int long
-register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
-bool true false NULL INFINITY NAN kernel args n t0 t1 main half __global __local __kernel global local
-exp expf expm1 expm1f log logf log1p log1pf sqrt sqrtf cbrt cbrtf tanh tanhf erf erff sin sinf cos cosf tan
-tanf floor floorf ceil ceilf rint rintf fabs fabsf atan2 atan2f pow powf fmod fmodf isfinite isnan isinf
-copysign copysignf nextafter nextafterf free malloc memcpy posix_memalign abort clock_gettime timespec
-int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t min max abs
-""".split())
+RESERVED = frozenset(["auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "NULL", "INFINITY", "NAN", "kernel", "args", "n", "t0", "t1", "main", "half", "__global", "__local", "__kernel", "global", "local", "exp", "expf", "expm1", "expm1f", "log", "logf", "log1p", "log1pf", "sqrt", "sqrtf", "cbrt", "cbrtf", "tanh", "tanhf", "erf", "erff", "sin", "sinf", "cos", "cosf", "tan", "tanf", "floor", "floorf", "ceil", "ceilf", "rint", "rintf", "fabs", "fabsf", "atan2", "atan2f", "pow", "powf", "fmod", "fmodf", "isfinite", "isnan", "isinf", "copysign", "copysignf", "nextafter", "nextafterf", "free", "malloc", "memcpy", "posix_memalign", "abort", "clock_gettime", "timespec", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t", "min", "max", "abs"])
 
 
 class CStyleRenderer:
@@ -334,4 +326,4 @@ def used_ops(fn: LoweredFunc) -> set[Op]:
     return ops
 
 
-__all__ = ["CStyleRenderer", "used_ops", "RESERVED"]
+__all__ = ["RESERVED", "CStyleRenderer", "used_ops"]

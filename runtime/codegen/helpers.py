@@ -6,8 +6,8 @@ bitcasts between floats and ints) since C uses ``memcpy`` and OpenCL ``as_<type>
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 
 def _c_popcnt(t: str, u: str, bits: int) -> str:

@@ -31,14 +31,26 @@ import logging
 import math
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from ...dsl import dtypes as dt
 from ...dsl.errors import ScheduleError, TargetError
 from ...dsl.expr import Expr, walk
 from ...dsl.ops import Op
-from ...schedules.loops import (Allocate, Barrier, Buffer, For, If, LoweredFunc, Seq, Stmt, Store, stmt_children,
-                                stmt_exprs, walk_stmts)
+from ...schedules.loops import (
+    Allocate,
+    Barrier,
+    Buffer,
+    For,
+    If,
+    LoweredFunc,
+    Seq,
+    Stmt,
+    Store,
+    stmt_children,
+    stmt_exprs,
+    walk_stmts,
+)
 from .clvec import render_vector_loop
 from .cstyle import _FMATH, RESERVED, CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers
@@ -48,14 +60,9 @@ log = logging.getLogger(__name__)
 _TYPES = {"float32": "float", "float64": "double", "bool": "bool", "int8": "char", "int16": "short",
           "int32": "int", "int64": "long", "uint8": "uchar", "uint16": "ushort", "uint32": "uint",
           "uint64": "ulong"}
-_SCALARS = "char uchar short ushort int uint long ulong float double half bool".split()
+_SCALARS = ["char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float", "double", "half", "bool"]
 _RESERVED = RESERVED | frozenset(
-    f"{t}{n}" for t in _SCALARS for n in (2, 3, 4, 8, 16)) | frozenset("""
-uchar ushort uint ulong half private constant global local kernel read_only write_only read_write
-image1d_t image2d_t image3d_t sampler_t event_t select clamp mix sign rsqrt popcount clz dot as_int
-as_uint as_float as_ushort as_half as_long as_ulong as_double get_global_id get_local_id get_group_id
-get_global_size barrier isinf isnan nextafter copysign fmin fmax mad fma hypot
-""".split())
+    f"{t}{n}" for t in _SCALARS for n in (2, 3, 4, 8, 16)) | frozenset(["uchar", "ushort", "uint", "ulong", "half", "private", "constant", "global", "local", "kernel", "read_only", "write_only", "read_write", "image1d_t", "image2d_t", "image3d_t", "sampler_t", "event_t", "select", "clamp", "mix", "sign", "rsqrt", "popcount", "clz", "dot", "as_int", "as_uint", "as_float", "as_ushort", "as_half", "as_long", "as_ulong", "as_double", "get_global_id", "get_local_id", "get_group_id", "get_global_size", "barrier", "isinf", "isnan", "nextafter", "copysign", "fmin", "fmax", "mad", "fma", "hypot"])
 
 #: bind() thread names -> (id function, dimension)
 THREADS = {f"{n}.{x}": (kind, d) for d, x in enumerate("xyz")
@@ -94,7 +101,7 @@ class Program:
     scratch: tuple[Scratch, ...]
 
 
-@lru_cache(maxsize=None)
+@cache
 def cl_helpers(fp64: bool, fp16: bool) -> str:
     """OpenCL C helpers: the shared XLA-semantics families plus bf16/f16 conversions and bitcasts."""
     ty = HelperTypes(

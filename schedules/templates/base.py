@@ -154,5 +154,13 @@ def parallel_fuse(s: Schedule, st: Stage, axes, threads: int, min_extent: int | 
     return ax
 
 
-__all__ = ["Knob", "Space", "Template", "pow2_upto", "divisors", "parallel_fuse", "split_last_reduction",
-           "is_pow2"]
+__all__ = [
+    "Knob",
+    "Space",
+    "Template",
+    "divisors",
+    "is_pow2",
+    "parallel_fuse",
+    "pow2_upto",
+    "split_last_reduction",
+]

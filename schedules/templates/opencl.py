@@ -25,7 +25,7 @@ limit, capped at 256) and combinations beyond it raise ScheduleError before anyt
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import cache
 
 from ...dsl.expr import walk
 from ...dsl.ops import Op
@@ -315,7 +315,7 @@ class ConvCL(TiledCL):
     family = "conv"
 
 
-@lru_cache(maxsize=None)
+@cache
 def opencl_templates(max_work_group_size: int = MAX_LOCAL) -> dict:
     """The OpenCL templates by family, for a device with this work-group limit."""
     return {t.family: t for t in (ElementwiseCL(max_work_group_size), ReductionCL(max_work_group_size),

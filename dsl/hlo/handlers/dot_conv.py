@@ -13,7 +13,7 @@ from ...expr import binary, cast, const, select
 from ...ops import Op
 from ...tensor import reduce_axis
 from ...tensor import sum as dsl_sum
-from .common import all_of, dims_of, window_tap, dtype_of, ew, ints, load, reduce_compute, unsupported
+from .common import all_of, dims_of, dtype_of, ew, ints, load, reduce_compute, unsupported, window_tap
 
 
 def _acc_type(d: DType) -> DType:

@@ -22,7 +22,7 @@ from ...tensor import max as dsl_max
 from ...tensor import min as dsl_min
 from ...tensor import prod as dsl_prod
 from ...tensor import sum as dsl_sum
-from .common import all_of, const_value, window_tap, dims_of, ew, ints, load, reduce_compute, unsupported
+from .common import all_of, const_value, dims_of, ew, ints, load, reduce_compute, unsupported, window_tap
 
 _BUILTIN_OPS = (Op.ADD, Op.MUL, Op.MAX, Op.MIN, Op.AND, Op.OR)
 
