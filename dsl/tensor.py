@@ -114,6 +114,30 @@ class ExternOp:
         return Tensor(self.out_shapes[i], self.out_dtypes[i], self, i)
 
 
+@dataclass(frozen=True, eq=False)
+class WhileLoop:
+    """The ``fn`` of a ``while`` extern op over flat tuple state ``s``::
+
+        while run(cond_outs, [s[k] for k in cond_pos])[0]:
+            s = run(body_outs, [s[k] for k in body_pos])
+
+    ``cond_outs``/``body_outs`` are output tensors of graphs on their own placeholders; the
+    ``*_pos`` list, for each input of ``Graph(outs)`` in order, the state element it takes.
+    Every body output is computed (none is a placeholder). A compiling runtime may run the
+    loop natively instead of calling it."""
+
+    cond_outs: tuple
+    cond_pos: tuple[int, ...]
+    body_outs: tuple
+    body_pos: tuple[int, ...]
+
+    def __call__(self, arrays, run) -> tuple:
+        state = list(arrays)
+        while bool(run(list(self.cond_outs), [state[k] for k in self.cond_pos])[0].reshape(-1)[0]):
+            state = list(run(list(self.body_outs), [state[k] for k in self.body_pos]))
+        return tuple(state)
+
+
 def extern(name: str, kind: str, inputs, out_shapes, out_dtypes, fn: Callable, attrs=()) -> tuple:
     """Define an extern op; returns its output tensors (a tuple)."""
     op = ExternOp(name, kind, tuple(inputs), tuple(tuple(int(d) for d in s) for s in out_shapes),

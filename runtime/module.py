@@ -1,8 +1,10 @@
 """Run a whole graph (a lowered HLO module) on a target.
 
 The graph is cut at extern ops (while loops, sort, ...): each segment of compute ops between
-them becomes one compiled kernel (one C function running all its loop nests), extern ops run
-on the host and evaluate their sub-computations through compiled code too. Extern ops with no
+them becomes one compiled kernel (one C function running all its loop nests); on the cpu a
+while loop whose condition and body are plain compute graphs is one compiled kernel too
+(whileloop.py); other extern ops run on the host and evaluate their sub-computations through
+compiled code. Extern ops with no
 inputs (array constants) are evaluated once, at compile time.
 """
 
@@ -20,6 +22,7 @@ from ..schedules.fusion import default_schedule
 from ..schedules.schedule import Schedule
 from .build import Kernel, build
 from .targets import Target, get_target
+from .whileloop import build_while
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +118,12 @@ class CompiledGraph:
     def _plan(self) -> None:
         for item in plan_segments(self.graph, lambda op: op.fn([], self.run)):
             if isinstance(item, ExternOp):
-                self.steps.append(_ExternStep(item, [_key(t) for t in item.inputs]))
+                k = build_while(item, self.target, self.schedule_fn) if item.kind == "while" else None
+                if k is not None:
+                    self.steps.append(_KernelStep(k, None, [_key(t) for t in item.inputs],
+                                                  [(id(item), i) for i in range(item.num_outputs)]))
+                else:
+                    self.steps.append(_ExternStep(item, [_key(t) for t in item.inputs]))
             elif isinstance(item, dict):
                 self.constants.update(item)
             else:

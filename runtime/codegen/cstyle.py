@@ -282,12 +282,15 @@ class CStyleRenderer:
                           f"{self.name(b, b.name)}")
         return f"{self.kernel_prefix}void {fn.name}({', '.join(params)})"
 
-    def render(self, fn: LoweredFunc) -> str:
-        """The full source of ``fn``."""
+    def function(self, fn: LoweredFunc) -> str:
+        """The definition of ``fn`` alone (no preamble): several may share one source."""
         for b in fn.args:
             self.name(b, b.name)
-        body = self.stmt(fn.body, 1)
-        return "\n".join([self.preamble(fn), self.signature(fn) + " {", *body, "}", self.postamble(fn)])
+        return "\n".join([self.signature(fn) + " {", *self.stmt(fn.body, 1), "}"])
+
+    def render(self, fn: LoweredFunc) -> str:
+        """The full source of ``fn``."""
+        return "\n".join([self.preamble(fn), self.function(fn), self.postamble(fn)])
 
     def preamble(self, fn: LoweredFunc) -> str:
         return ""

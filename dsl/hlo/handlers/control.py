@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ...expr import IterVar, const
-from ...tensor import Graph, extern
+from ...tensor import Graph, WhileLoop, extern
 from .common import dtype_of, eval_scalar, ew, flatten, ints, unsupported
 
 
@@ -82,14 +82,8 @@ def lower_while(ctx, instr, operands):
     bph, bouts, _ = ctx.subgraph(bname)
     cpos, bpos = _positions(cph, couts), _positions(bph, bouts)
     inputs = flatten(operands[0])
-
-    def run_while(arrays, run):
-        state = list(arrays)
-        while bool(np.asarray(run(couts, [state[k] for k in cpos])[0])):
-            state = list(run(bouts, [state[k] for k in bpos]))
-        return tuple(state)
-    return _extern_result(ctx, instr, "while", inputs, run_while,
-                          (("condition", cname), ("body", bname)))
+    loop = WhileLoop(tuple(couts), tuple(cpos), tuple(bouts), tuple(bpos))
+    return _extern_result(ctx, instr, "while", inputs, loop, (("condition", cname), ("body", bname)))
 
 
 def lower_conditional(ctx, instr, operands):
