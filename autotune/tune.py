@@ -89,9 +89,16 @@ def run_id(module_key: str, target: Target, trials: int, tuner: str, seed: int) 
 def tune_graph(outputs, inputs, target: Target, trials: int, db: Database, tuner: str = "bayes",
                seed: int = 0, batch: int = 4, timeout: float = 20.0, repeat: int = 5,
                min_repeat_ms: float = 20.0, progress: bool = True, tuner_options: dict | None = None,
-               module_key: str = "") -> list[TaskResult]:
-    """Tune every task of the graph computing ``outputs``; returns one TaskResult per task."""
+               module_key: str = "", dask=None) -> list[TaskResult]:
+    """Tune every task of the graph computing ``outputs``; returns one TaskResult per task.
+    ``dask`` (a scheduler address or ``distributed.Client``) measures on that cluster's workers,
+    a round of ``max(batch, workers)`` candidates at a time (see autotune/cluster.py)."""
     tasks = extract_tasks(outputs, inputs, target)
+    client = None
+    if dask is not None:
+        from .cluster import connect
+        client = connect(dask)
+        batch = max(batch, len(client.scheduler_info().get("workers", {})))
     rid = run_id(module_key or "|".join(sorted(t.key for t in tasks)), target, trials, tuner, seed)
     results = {t.key: TaskResult(t) for t in tasks}
     measurers: dict[str, Measurer] = {}
@@ -103,8 +110,12 @@ def tune_graph(outputs, inputs, target: Target, trials: int, db: Database, tuner
 
     def measurer(task: Task) -> Measurer:
         if task.key not in measurers:
-            measurers[task.key] = Measurer(task, repeat=repeat, min_repeat_ms=min_repeat_ms, timeout=timeout,
-                                           seed=seed)
+            opts = {"repeat": repeat, "min_repeat_ms": min_repeat_ms, "timeout": timeout, "seed": seed}
+            if client is not None:
+                from .cluster import DaskMeasurer
+                measurers[task.key] = DaskMeasurer(task, client, **opts)
+            else:
+                measurers[task.key] = Measurer(task, **opts)
         return measurers[task.key]
 
     try:
@@ -141,6 +152,8 @@ def tune_graph(outputs, inputs, target: Target, trials: int, db: Database, tuner
         bar.close()
         for m in measurers.values():
             m.close()
+        if client is not None and client is not dask:   # a client made here from an address
+            client.close()
     for task in tasks:
         _summarize(db, task, target, results[task.key])
     return [results[t.key] for t in tasks]

@@ -355,6 +355,10 @@ class Graph:
     ``inputs`` are the placeholders in creation order (the kernel's argument order).
     """
 
+    def __reduce__(self):
+        # rebuilt on unpickling: the lookups inside are keyed by object identity
+        return (Graph, (list(self.outputs), list(self.inputs)))
+
     def __init__(self, outputs: Sequence[Tensor] | Tensor, inputs: Sequence[Tensor] | None = None):
         """``inputs`` (optional) fixes the argument order; it may also name computed tensors,
         which then act as inputs (the graph stops there: a segment of a larger graph)."""
