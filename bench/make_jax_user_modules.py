@@ -1,8 +1,10 @@
 """Write HLO modules the way a new user would, with JAX, into tests/data/jax_user/.
 
 Each function is lowered with ``jax.jit(f).lower(*args).compiler_ir('hlo').as_hlo_text()``
-(and its XLA:CPU-optimized text from ``.compile().as_text()``); its inputs and JAX's outputs go
-to NAME.npz (``arg0.., out0..``). ``tests/test_jax_user_modules.py`` runs them through hlotune.
+(and its XLA:CPU-optimized text from ``.compile().as_text()``) and as StableHLO with
+``jax.jit(f).lower(*args).as_text()`` (NAME.stablehlo.mlir); its inputs and JAX's outputs go
+to NAME.npz (``arg0.., out0..``). ``tests/test_jax_user_modules.py`` and
+``tests/test_stablehlo.py`` run them through hlotune.
 Run: ``python -m bench.make_jax_user_modules`` (needs the ``bench`` extra).
 """
 
@@ -37,6 +39,15 @@ def functions():
         "fori_norm": (lambda x: lax.fori_loop(0, 5, lambda i, v: v / jnp.linalg.norm(v) * (i + 1.0), x), (f32(31),)),
         "sort_rows": (lambda x: jnp.sort(x, axis=-1), (f32(6, 19),)),
         "layer_mean_var": (lambda x: (jnp.mean(x, -1), jnp.var(x, -1)), (f32(10, 128),)),
+        "switch_capture": (lambda i, x, y: lax.switch(i, [lambda v: v + y, lambda v: v * y,
+                                                          lambda v: jnp.sin(v) - y], x),
+                           (np.int32(1), f32(5, 4), f32(5, 4))),
+        "scatter_add": (lambda x, i, u: x.at[i].add(u), (f32(10, 3), np.array([1, 3, 1, 9], np.int32), f32(4, 3))),
+        "maxpool": (lambda x: lax.reduce_window(x, -jnp.inf, lax.max, (1, 3, 3, 1), (1, 2, 2, 1), "SAME"),
+                    (f32(2, 9, 9, 3),)),
+        "argsort": (lambda x: jnp.argsort(x, axis=-1), (f32(5, 11),)),
+        "while_loop": (lambda x, s: lax.while_loop(lambda v: v[0] < 50.0, lambda v: (v[0] + s, v[1] * 1.5),
+                                                   (jnp.float32(0), x)), (f32(8), np.float32(7.0))),
     }
 
 
@@ -47,6 +58,7 @@ def main():
         lowered = jax.jit(f).lower(*args)
         (OUT / f"{name}.hlo").write_text(lowered.compiler_ir("hlo").as_hlo_text())
         (OUT / f"{name}.opt.hlo").write_text(lowered.compile().as_text())
+        (OUT / f"{name}.stablehlo.mlir").write_text(lowered.as_text())
         outs = jax.jit(f)(*args)
         outs = outs if isinstance(outs, tuple) else (outs,)
         np.savez(OUT / f"{name}.npz", **{f"arg{k}": a for k, a in enumerate(args)},

@@ -1,4 +1,4 @@
-"""The public entry points for HLO modules: ``load_hlo`` and ``compile``."""
+"""The public entry points for HLO (and StableHLO) modules: ``load_hlo`` and ``compile``."""
 
 from __future__ import annotations
 
@@ -69,7 +69,9 @@ class Module:
 
 
 def load_hlo(path_or_text) -> Module:
-    """Parse and lower HLO text (a path to a ``.hlo`` file, or the text itself)."""
+    """Parse and lower a module: XLA HLO text or StableHLO text (MLIR, as
+    ``jax.jit(f).lower(x).as_text()`` prints it), given as a path (``.hlo``, ``.mlir``, ...) or
+    as the text itself; the format is told from the text (see ``dsl.hlo.frontend``)."""
     text, file = None, None
     if isinstance(path_or_text, Path) or (isinstance(path_or_text, str) and "\n" not in path_or_text
                                           and os.path.exists(path_or_text)):
@@ -77,9 +79,9 @@ def load_hlo(path_or_text) -> Module:
         text = Path(file).read_text()
     else:
         text = str(path_or_text)
+    from .dsl.hlo.frontend import parse_module_text
     from .dsl.hlo.lower import lower_module
-    from .dsl.hlo.parser import parse_hlo
-    hlo = parse_hlo(text, file=file)
+    hlo = parse_module_text(text, file=file)
     lowered = lower_module(hlo)
     return Module(hlo.name, hlo, lowered, file)
 

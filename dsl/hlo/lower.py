@@ -187,7 +187,21 @@ def supported_ops_markdown() -> str:
         doc = (HANDLERS[op].__doc__ or "").strip().split("\n\n")[0]
         doc = " ".join(x.strip() for x in doc.splitlines())
         lines.append(f"| `{op}` | {doc.replace('|', '/')} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _stablehlo_section()) + "\n"
+
+
+def _stablehlo_section() -> list[str]:
+    """The StableHLO ops the front-end maps to the opcodes above (``dsl/hlo/stablehlo_ops.py``)."""
+    from .stablehlo_ops import hlo_opcode_table
+    lines = ["", "## StableHLO", "",
+             "`hlotune.load_hlo` (and `hlotune run/tune`) also read StableHLO text, as",
+             "`jax.jit(f).lower(x).as_text()` prints it (`dsl/hlo/stablehlo.py`). Each op becomes the",
+             "HLO instruction(s) below, lowered by the table above: an op with several results gives a",
+             "tuple and `get-tuple-element`s, and `while`/`case`/`if` regions take the values they use",
+             "from outside in their tuple parameter. Any other op raises `UnsupportedOpError` naming it.",
+             "", "| StableHLO op | HLO opcode |", "|---|---|"]
+    lines += [f"| `{op}` | {hlo} |" for op, hlo in hlo_opcode_table().items()]
+    return lines
 
 
 if __name__ == "__main__":

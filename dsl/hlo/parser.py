@@ -43,7 +43,7 @@ import numpy as np
 from ..errors import HloParseError
 from .ast import ELEMENT_TYPES, ArrayShape, Computation, HloModule, Instruction, Shape, TupleShape
 
-__all__ = ["load_hlo_file", "parse_hlo"]
+__all__ = ["caret_context", "load_hlo_file", "parse_hlo"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,17 @@ class _Tok(NamedTuple):
     space: bool    # whitespace or a comment precedes it
 
 
+def caret_context(lines: list[str], line: int, col: int) -> str:
+    """Source line ``line`` (1-based) of ``lines`` and a caret under column ``col``."""
+    if not 1 <= line <= len(lines):
+        return ""
+    src, col0 = lines[line - 1].rstrip("\r"), max(col - 1, 0)
+    if len(src) > 160:  # show a window around the column
+        lo = max(0, col0 - 80)
+        src, col0 = ("..." if lo else "") + src[lo:lo + 160], col0 - lo + (3 if lo else 0)
+    return src + "\n" + "".join(c if c == "\t" else " " for c in src[:col0]) + "^"
+
+
 def _unescape(raw: str) -> str:
     """Decode a C-escaped string token (quotes included)."""
     simple = {"n": "\n", "t": "\t", "r": "\r", "0": "\0"}
@@ -105,14 +116,8 @@ class _Parser:
         return ln, offset - self.line_starts[ln - 1] + 1
 
     def error_at(self, msg: str, line: int, col: int) -> HloParseError:
-        ctx = ""
-        if 1 <= line <= len(self.lines):
-            src, col0 = self.lines[line - 1].rstrip("\r"), max(col - 1, 0)
-            if len(src) > 160:  # show a window around the column
-                lo = max(0, col0 - 80)
-                src, col0 = ("..." if lo else "") + src[lo:lo + 160], col0 - lo + (3 if lo else 0)
-            ctx = src + "\n" + "".join(c if c == "\t" else " " for c in src[:col0]) + "^"
-        return HloParseError(msg, file=self.file, line=line, column=col, context=ctx)
+        return HloParseError(msg, file=self.file, line=line, column=col,
+                             context=caret_context(self.lines, line, col))
 
     def error(self, msg: str, tok: _Tok | None = None) -> HloParseError:
         tok = tok or self.peek()
@@ -713,11 +718,13 @@ def parse_hlo(text: str, file: str | None = None) -> HloModule:
 
 
 def load_hlo_file(path: str | os.PathLike) -> HloModule:
-    """Read and parse an HLO text file (``.hlo``/``.txt``)."""
+    """Read and parse an HLO text file (``.hlo``/``.txt``), or StableHLO text (``.mlir``, see
+    :func:`~hlotune.dsl.hlo.frontend.parse_module_text`)."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
             data = f.read()
     except OSError as e:
         raise HloParseError(f"cannot read HLO file: {e.strerror or e}", file=path) from None
-    return parse_hlo(data, file=path)
+    from .frontend import parse_module_text
+    return parse_module_text(data, file=path)

@@ -1,0 +1,956 @@
+"""Hand-written tokenizer and recursive-descent parser for StableHLO text (MLIR).
+
+Accepts what ``jax.jit(f).lower(x).as_text()`` prints: a ``module`` (or bare ``func.func``s)
+whose functions hold ``stablehlo``, ``chlo`` and ``func`` ops, each in its pretty form
+(``stablehlo.add %a, %b : tensor<4xf32>``, ``stablehlo.reduce(...) applies ...``,
+``stablehlo.while(...) cond {...} do {...}``, ...) or the generic one
+(``"stablehlo.gather"(%a, %i) <{...}> ({...}) {...} : (...) -> ...``); ``tensor<2x3xf32>``,
+``tuple<...>`` and ``!stablehlo.token`` types with element types i1 (pred), i2..i64, ui2..ui64,
+f16, bf16, f32, f64, f8*/f4* and complex; ``dense<...>`` literals (scalars, splats, nested
+lists, hex bit patterns such as ``0xFF800000``, hex blobs ``"0x..."``, true/false); attribute
+dicts, ``loc(...)`` locations, ``#alias = ...`` definitions and ``//`` comments.
+
+The result is the HLO AST of :mod:`.ast` (see :mod:`.stablehlo_ops` for the op mapping), so
+``lower_module`` runs it unchanged. Syntax errors raise :class:`HloParseError` with a 1-based
+line/column and a caret context; an op hlotune cannot lower raises :class:`UnsupportedOpError`
+naming it. Nothing else escapes :func:`parse_stablehlo`. Dynamic shapes (``?``), quantized
+types, multi-block regions and ``dense_resource`` literals are not supported.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import math
+import re
+from typing import Any, NamedTuple
+
+import ml_dtypes
+import numpy as np
+
+from ..errors import HloParseError, UnsupportedOpError
+from .ast import ELEMENT_TYPES, TOKEN, ArrayShape, HloModule, Shape, TupleShape
+from .parser import _unescape, caret_context
+from .stablehlo_ops import SUPPORTED, DenseAttr, Func, MlirModule, MlirOp, Region, to_hlo_module
+
+__all__ = ["parse_stablehlo"]
+
+log = logging.getLogger(__name__)
+
+_TOKEN_RE = re.compile(r"""
+ (?P<ws>\s+) | (?P<lc>//[^\n]*) | (?P<res>\{-\#.*?\#-\})
+|(?P<str>"(?:[^"\\\n]|\\.)*") | (?P<arrow>->)
+|(?P<val>%[\w$.\-]+(?:\#\d+)?)
+|(?P<sym>@(?:[\w$.\-]+|"(?:[^"\\\n]|\\.)*"))
+|(?P<hash>\#[\w$.\-]+) | (?P<bang>![\w$.\-]+) | (?P<blk>\^[\w$.\-]+)
+|(?P<num>-?[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|-?[0-9]+[eE][-+]?[0-9]+)
+|(?P<word>-?[\w$.]+)
+|(?P<p>[(){}\[\]<>,=:?*+|])
+""", re.VERBOSE | re.DOTALL)
+_INT_RE = re.compile(r"-?[0-9]{1,40}\Z")
+_HEX_RE = re.compile(r"-?0x[0-9a-fA-F]{1,32}\Z")
+_FLOAT_RE = re.compile(r"-?(?:[0-9]+\.[0-9]*(?:[eE][-+]?[0-9]+)?|[0-9]+[eE][-+]?[0-9]+)\Z")
+_OPEN_CLOSE = {"(": ")", "[": "]", "{": "}", "<": ">"}
+_MAX_DEPTH = 64
+
+#: pretty-form keywords -> the op's generic attribute names
+_KEYWORDS = {
+    "stablehlo.broadcast_in_dim": {"dims": "broadcast_dimensions"},
+    "stablehlo.broadcast": {"sizes": "broadcast_sizes"},
+    "stablehlo.transpose": {"dims": "permutation"},
+    "stablehlo.reverse": {"dims": "dimensions"},
+    "stablehlo.concatenate": {"dim": "dimension"},
+    "stablehlo.iota": {"dim": "iota_dimension"},
+    "stablehlo.get_dimension_size": {"dim": "dimension"},
+    "stablehlo.dynamic_slice": {"sizes": "slice_sizes"},
+    "stablehlo.pad": {"low": "edge_padding_low", "high": "edge_padding_high",
+                      "interior": "interior_padding"},
+    "stablehlo.dot": {"precision": "precision_config"},
+    "stablehlo.dot_general": {"precision": "precision_config"},
+}
+_CONV_WINDOW = {"stride": "window_strides", "pad": "padding", "lhs_dilate": "lhs_dilation",
+                "rhs_dilate": "rhs_dilation", "reverse": "window_reversal"}
+
+
+class _Tok(NamedTuple):
+    kind: str      # 'val' | 'sym' | 'hash' | 'bang' | 'blk' | 'str' | 'num' | 'word' | 'arrow' | 'p' | 'eof'
+    text: str
+    start: int
+    end: int
+    line: int
+    col: int
+    space: bool    # whitespace or a comment precedes it
+
+
+class _Complex(NamedTuple):
+    re: _Tok
+    im: _Tok
+
+
+def element_type(name: str) -> str | None:
+    """The HLO element type of an MLIR element type (``i1`` -> pred, ``ui8`` -> u8, ...)."""
+    if name == "i1":
+        return "pred"
+    m = re.fullmatch(r"(i|si|ui)([0-9]+)", name)
+    et = (("u" if m[1] == "ui" else "s") + m[2]) if m else name.lower()
+    return et if et in ELEMENT_TYPES and et not in ("pred", "token", "opaque") else None
+
+
+class _Parser:
+    def __init__(self, text: str, file: str | None):
+        self.text, self.file = text, file
+        self.lines = text.split("\n")
+        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
+        self.toks = self._lex()
+        self.i = 0
+        self.depth = 0
+
+    # ------------------------------------------------------------ errors / lexer
+    def _loc(self, offset: int) -> tuple[int, int]:
+        ln = bisect.bisect_right(self.line_starts, offset)
+        return ln, offset - self.line_starts[ln - 1] + 1
+
+    def error_at(self, msg: str, line: int, col: int) -> HloParseError:
+        return HloParseError(msg, file=self.file, line=line, column=col,
+                             context=caret_context(self.lines, line, col))
+
+    def error(self, msg: str, tok=None) -> HloParseError:
+        tok = tok or self.peek()
+        return self.error_at(msg, tok.line, tok.col)
+
+    @staticmethod
+    def desc(tok: _Tok) -> str:
+        return "end of input" if tok.kind == "eof" else repr(tok.text[:40])
+
+    def _lex(self) -> list[_Tok]:
+        text, toks, pos, space, match = self.text, [], 0, True, _TOKEN_RE.match
+        while pos < len(text):
+            m = match(text, pos)
+            if m is None:
+                what = ("unterminated string literal" if text[pos] == '"' else
+                        "unterminated {-# ... #-} block" if text.startswith("{-#", pos) else
+                        f"unexpected character {text[pos]!r}")
+                raise self.error_at(what, *self._loc(pos))
+            if m.lastgroup in ("ws", "lc", "res"):
+                space = True
+            else:
+                toks.append(_Tok(m.lastgroup, m.group(), pos, m.end(), *self._loc(pos), space))
+                space = False
+            pos = m.end()
+        toks.append(_Tok("eof", "", len(text), len(text), *self._loc(len(text)), True))
+        return toks
+
+    # ----------------------------------------------------------- token helpers
+    def peek(self, k: int = 0) -> _Tok:
+        return self.toks[min(self.i + k, len(self.toks) - 1)]
+
+    def next(self) -> _Tok:
+        tok = self.peek()
+        self.i += tok.kind != "eof"
+        return tok
+
+    def at(self, text: str, k: int = 0) -> bool:
+        tok = self.peek(k)
+        return tok.text == text and tok.kind in ("p", "word", "arrow")
+
+    def accept(self, text: str) -> bool:
+        ok = self.at(text)
+        self.i += ok
+        return ok
+
+    def expect(self, text: str, what: str = "") -> _Tok:
+        if not self.at(text):
+            raise self.error(f"expected '{text}'{what}, found {self.desc(self.peek())}")
+        return self.next()
+
+    def take(self, kind: str, what: str) -> _Tok:
+        if self.peek().kind != kind:
+            raise self.error(f"expected {what}, found {self.desc(self.peek())}")
+        return self.next()
+
+    def int_(self, what: str = "an integer") -> int:
+        tok = self.peek()
+        if tok.kind != "word" or not _INT_RE.match(tok.text):
+            raise self.error(f"expected {what}, found {self.desc(tok)}")
+        return int(self.next().text)
+
+    def items(self, item, closer: str, what: str) -> list:
+        """``item (',' item)* closer`` (possibly empty); consumes the closer."""
+        out = []
+        if not self.at(closer):
+            out.append(item())
+            while self.accept(","):
+                out.append(item())
+        self.expect(closer, f" to close {what}")
+        return out
+
+    def skip_balanced(self) -> str:
+        """Skip one bracketed group (the current token opens it); return its source text."""
+        stack: list[_Tok] = []
+        start = self.peek()
+        while True:
+            tok = self.next()
+            if tok.kind == "eof":
+                raise self.error(f"unterminated '{stack[-1].text}'", stack[-1])
+            if tok.kind == "p" and tok.text in _OPEN_CLOSE:
+                stack.append(tok)
+            elif tok.kind == "p" and tok.text in ")]}>":
+                if not stack or _OPEN_CLOSE[stack[-1].text] != tok.text:
+                    raise self.error(f"unbalanced '{tok.text}'", tok)
+                stack.pop()
+            if not stack:
+                return self.text[start.start:tok.end]
+
+    def use(self) -> tuple[str, _Tok]:
+        tok = self.take("val", "an SSA value (%name)")
+        return tok.text[1:], tok
+
+    def skip_loc(self) -> None:
+        if self.at("loc") and self.at("(", 1):
+            self.next()
+            self.skip_balanced()
+
+    # ------------------------------------------------------------------ module
+    def parse_module(self) -> MlirModule:
+        self.skip_aliases()
+        name, attrs = None, {}
+        if self.accept("module"):
+            if self.peek().kind == "sym":
+                name = self.symbol(self.next())
+            if self.accept("attributes"):
+                attrs = self.attr_dict()
+            open_tok = self.expect("{", " to open the module body")
+            funcs = self.funcs(open_tok)
+            self.skip_loc()
+        else:
+            funcs = self.funcs(None)
+        self.skip_aliases()
+        if self.peek().kind != "eof":
+            raise self.error(f"unexpected {self.desc(self.peek())} after the module")
+        log.debug("parsed StableHLO module %s: %d functions", name, len(funcs))
+        return MlirModule(name, attrs, funcs)
+
+    def skip_aliases(self) -> None:
+        """Skip ``#name = <attribute>`` and ``!name = <type>`` alias definitions."""
+        while self.peek().kind in ("hash", "bang") and self.at("=", 1):
+            self.i += 2
+            self.attr_value(True)
+
+    def funcs(self, open_tok: _Tok | None) -> list[Func]:
+        out = []
+        while not (open_tok is not None and self.at("}")):
+            tok = self.peek()
+            if tok.kind == "eof":
+                if open_tok is None:
+                    break
+                raise self.error(f"missing '}}' to close the module opened at line {open_tok.line}")
+            if tok.kind in ("hash", "bang") and self.at("=", 1):
+                self.skip_aliases()
+                continue
+            if not self.at("func.func"):
+                raise self.error(f"expected 'func.func', found {self.desc(tok)}")
+            out.append(self.func())
+        if open_tok is not None:
+            self.next()
+        return out
+
+    def func(self) -> Func:
+        self.next()  # func.func
+        if self.peek().text in ("public", "private", "nested"):
+            self.next()
+        name_tok = self.take("sym", "a function name (@name)")
+        self.expect("(", " to open the parameter list")
+        args = self.items(self.block_arg, ")", "the parameter list")
+        results: list[Shape] = []
+        if self.accept("->"):
+            results = self.func_results()
+        if self.accept("attributes"):
+            self.attr_dict()
+        if not self.at("{"):
+            raise self.error(f"expected '{{' to open the body of {name_tok.text}, found "
+                             f"{self.desc(self.peek())}")
+        body = self.region(args)
+        self.skip_loc()
+        return Func(self.symbol(name_tok), name_tok, args, results, body)
+
+    def func_results(self) -> list[Shape]:
+        """``type`` or ``(type [{attrs}], ...)``."""
+        def one():
+            shape = self.type_()
+            if self.at("{"):
+                self.attr_dict()
+            return shape
+        if self.accept("("):
+            return self.items(one, ")", "the result types")
+        return [self.type_()]
+
+    @staticmethod
+    def symbol(tok: _Tok) -> str:
+        return _unescape(tok.text[1:]) if tok.text.startswith('@"') else tok.text[1:]
+
+    # ------------------------------------------------------------------ regions and ops
+    def region(self, args) -> Region:
+        """``{ [^bb0(%a: type, ...):] op* }``; ``args`` are the arguments the op gives it."""
+        open_tok = self.expect("{", " to open a region")
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise self.error("regions nested too deeply", open_tok)
+        if self.peek().kind == "blk":
+            self.next()
+            block_args = self.items(self.block_arg, ")", "the block arguments") \
+                if self.accept("(") else []
+            self.expect(":", " after the block label")
+            args = block_args
+        ops = []
+        while not self.at("}"):
+            tok = self.peek()
+            if tok.kind == "eof":
+                raise self.error(f"missing '}}' to close the region opened at line {open_tok.line}")
+            if tok.kind == "blk":
+                raise self.error("regions with several blocks are not supported", tok)
+            ops.append(self.op())
+        self.depth -= 1
+        return Region(list(args or []), ops, open_tok, self.next())
+
+    def block_arg(self) -> tuple[str, Shape, _Tok]:
+        """``%name: type [{attrs}] [loc(...)]``"""
+        name, tok = self.use()
+        self.expect(":", f" after %{name}")
+        shape = self.type_()
+        if self.at("{"):
+            self.attr_dict()
+        self.skip_loc()
+        return name, shape, tok
+
+    def op(self) -> MlirOp:
+        """``[%r, %s:2 =] op-in-pretty-or-generic-form [loc(...)]``"""
+        first = self.peek()
+        results, aliases = self.result_names() if first.kind == "val" else ([], {})
+        tok = self.next()
+        if tok.kind not in ("str", "word"):
+            raise self.error(f"expected an operation, found {self.desc(tok)}", tok)
+        name = _unescape(tok.text) if tok.kind == "str" else \
+            {"call": "func.call", "return": "func.return"}.get(tok.text, tok.text)
+        if name not in SUPPORTED:
+            raise UnsupportedOpError(name, line=tok.line, file=self.file,
+                                     detail="no HLO equivalent that hlotune lowers")
+        op = MlirOp(name, first, results, aliases)
+        form = _Parser.generic_form if tok.kind == "str" else _PRETTY.get(name, _Parser.default_form)
+        form(self, op)
+        self.resolve_types(op)
+        self.skip_loc()
+        return op
+
+    def result_names(self) -> tuple[list[tuple[str, _Tok]], dict[str, str]]:
+        """``%a, %b:3 =`` -> [(a, tok), (b#0, tok), ...] and the alias b -> b#0."""
+        results, aliases = [], {}
+        while True:
+            name, tok = self.use()
+            if "#" in name:
+                raise self.error("a result name cannot have '#N'", tok)
+            if self.accept(":"):
+                n = self.int_("a result count")
+                if n < 1:
+                    raise self.error("result count must be >= 1", tok)
+                names = [f"{name}#{k}" for k in range(n)]
+                aliases[name] = names[0]
+            else:
+                names = [name]
+            results += [(n, tok) for n in names]
+            if not self.accept(","):
+                break
+        self.expect("=", " after the result names")
+        return results, aliases
+
+    def generic_form(self, op: MlirOp) -> None:
+        """``"dialect.op"(%a, ...) [<{props}>] [({region}, ...)] [{attrs}] : (types) -> types``"""
+        self.expect("(", f" after \"{op.name}\"")
+        op.operands = self.items(self.use, ")", "the operands")
+        if self.at("<") and self.at("{", 1):
+            self.next()
+            op.attrs.update(self.attr_dict())
+            self.expect(">", " to close the properties")
+        if self.at("(") and self.at("{", 1):
+            self.next()
+            op.regions = self.items(lambda: self.region(None), ")", "the regions")
+        if self.at("{"):
+            op.attrs.update(self.attr_dict())
+        self.expect(":", f" before the type of \"{op.name}\"")
+        if not self.at("("):
+            raise self.error(f"expected a function type '(...) -> ...', found {self.desc(self.peek())}")
+        op.operand_types, op.result_types = self.type_signature()
+
+    def tail(self, op: MlirOp) -> None:
+        """``[{attrs}] [: type-signature]`` ending a pretty op."""
+        if self.at("{"):
+            op.attrs.update(self.attr_dict())
+        if self.accept(":"):
+            op.operand_types, op.result_types = self.type_signature()
+        elif op.results:
+            raise self.error(f"expected ':' and the type of '{op.name}', found {self.desc(self.peek())}")
+        else:
+            op.operand_types, op.result_types = None, []
+
+    def resolve_types(self, op: MlirOp) -> None:
+        """Result types from the signature: after ``->``; else one per result, or the last
+        (``select``'s ``pred_type, result_type``); an op without results: none."""
+        n, types = len(op.results), op.result_types
+        if op.operand_types is None and n == 0:
+            op.result_types = []
+        elif op.operand_types is None and n == 1 and types:
+            op.result_types = [types[-1]]
+        if len(op.result_types) != n:
+            raise self.error(f"'{op.name}' defines {n} result(s) but its type gives "
+                             f"{len(op.result_types)}", op.tok)
+
+    def default_form(self, op: MlirOp) -> None:
+        """``%a, %b, key = value, ... [{attrs}] : types`` (elementwise ops, broadcast_in_dim,
+        iota, pad, dot_general, dynamic_slice, ...)."""
+        keys = _KEYWORDS.get(op.name, {})
+        while True:
+            if self.peek().kind == "val":
+                op.operands.append(self.use())
+            elif self.peek().kind == "word" and self.at("=", 1):
+                key = self.next().text
+                self.next()
+                op.attrs[keys.get(key, key)] = self.keyword_value()
+            else:
+                break
+            if not self.accept(","):
+                break
+        self.tail(op)
+
+    def keyword_value(self) -> Any:
+        if self.at("<"):
+            return self.skip_balanced()
+        v = self.attr_value(False)
+        if isinstance(v, tuple) and self.accept("x"):  # dot_general: [0] x [0]
+            return v, self.attr_value(False)
+        return v
+
+    # ---------------------------------------------------- pretty forms with own syntax
+    def dot_general_form(self, op: MlirOp) -> None:
+        """``%a, %b, batching_dims = [0] x [0], contracting_dims = [2] x [1], precision = [..]``"""
+        self.default_form(op)
+        dn = {}
+        for key, name in (("batching_dims", "batching_dimensions"),
+                          ("contracting_dims", "contracting_dimensions")):
+            pair = op.attrs.pop(key, ((), ()))
+            if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, tuple) for p in pair)):
+                raise self.error(f"dot_general {key} must be [..] x [..]", op.tok)
+            dn[f"lhs_{name}"], dn[f"rhs_{name}"] = pair
+        op.attrs.setdefault("dot_dimension_numbers", dn)
+
+    def compare_form(self, op: MlirOp) -> None:
+        """``LT, %a, %b[, SIGNED]``"""
+        op.attrs["comparison_direction"] = self.take("word", "a comparison direction").text
+        self.expect(",", " after the comparison direction")
+        op.operands = [self.use()]
+        self.expect(",", " between the operands")
+        op.operands.append(self.use())
+        if self.accept(","):
+            op.attrs["compare_type"] = self.take("word", "a comparison type").text
+        self.tail(op)
+
+    def slice_form(self, op: MlirOp) -> None:
+        """``%x [start:limit(:stride)?, ...]``"""
+        op.operands = [self.use()]
+        self.expect("[", " to open the slice ranges")
+
+        def rng():
+            vals = [self.int_("a slice start")]
+            while self.accept(":"):
+                vals.append(self.int_("a slice bound"))
+            if len(vals) not in (2, 3):
+                raise self.error("a slice range is start:limit or start:limit:stride")
+            return vals + [1] * (3 - len(vals))
+        ranges = self.items(rng, "]", "the slice ranges")
+        for k, key in enumerate(("start_indices", "limit_indices", "strides")):
+            op.attrs[key] = tuple(r[k] for r in ranges)
+        self.tail(op)
+
+    def convolution_form(self, op: MlirOp) -> None:
+        """``(%lhs, %rhs) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f],
+        window = {stride = [..], pad = [[..]], ...} {attrs} : types``"""
+        self.expect("(", " to open the operands")
+        op.operands = self.items(self.use, ")", "the operands")
+        while self.peek().kind == "word" and self.at("=", 1):
+            key = self.next().text
+            self.next()
+            if key == "dim_numbers":
+                op.attrs["dimension_numbers"] = self.conv_labels()
+            elif key == "window":
+                window = self.attr_dict()
+                op.attrs.update({_CONV_WINDOW.get(k, k): v for k, v in window.items()})
+            else:
+                op.attrs[key] = self.attr_value(False)
+            if not self.accept(","):
+                break
+        self.tail(op)
+
+    def conv_labels(self) -> str:
+        """``[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]`` -> HLO ``b01f_01io->b01f``."""
+        def side():
+            self.expect("[", " to open convolution dimension labels")
+            return "".join(self.items(lambda: self.take("word", "a dimension label").text, "]",
+                                      "the dimension labels"))
+        lhs = side()
+        self.expect("x", " between input and kernel labels")
+        rhs = side()
+        self.expect("->", " before the output labels")
+        return f"{lhs}_{rhs}->{side()}"
+
+    def reduce_form(self, op: MlirOp) -> None:
+        """``(%x init: %i), ... applies OP across dimensions = [..] : types`` or
+        ``... across dimensions = [..] : types reducer(%a: t, %b: t) ... { body }``"""
+        inputs, inits = [], []
+        while True:
+            self.expect("(", " to open a reduce operand")
+            inputs.append(self.use())
+            self.expect("init")
+            self.expect(":")
+            inits.append(self.use())
+            self.expect(")", " to close a reduce operand")
+            if not self.accept(","):
+                break
+        op.operands = inputs + inits
+        body = self.take("word", "a reducer op") if self.accept("applies") else None
+        self.expect("across")
+        self.expect("dimensions")
+        self.expect("=")
+        op.attrs["dimensions"] = self.attr_value(False)
+        self.tail(op)
+        if body is not None:
+            op.regions = [self.applies_region(op, body)]
+            return
+        self.expect("reducer", " (the reduce body)")
+        groups = []
+        while self.accept("("):
+            a = self.block_arg()
+            self.expect(",")
+            groups.append((a, self.block_arg()))
+            self.expect(")", " to close a reducer argument pair")
+        op.regions = [self.region([g[0] for g in groups] + [g[1] for g in groups])]
+
+    def applies_region(self, op: MlirOp, body: _Tok) -> Region:
+        """The region of ``applies stablehlo.add``: ``return add(acc_k, x_k)`` per operand."""
+        if body.text not in SUPPORTED:
+            raise UnsupportedOpError(body.text, line=body.line, file=self.file,
+                                     detail="as a reduce body")
+        scalars = [ArrayShape(t.element_type, ()) if not t.is_tuple else t for t in op.result_types]
+        args = [(f"acc {k}", s, body) for k, s in enumerate(scalars)] + \
+               [(f"x {k}", s, body) for k, s in enumerate(scalars)]
+        ops = [MlirOp(body.text, body, results=[(f"r {k}", body)], result_types=[s],
+                      operands=[(f"acc {k}", body), (f"x {k}", body)]) for k, s in enumerate(scalars)]
+        ops.append(MlirOp("stablehlo.return", body, operands=[(f"r {k}", body) for k in range(len(scalars))]))
+        return Region(args, ops, body, body)
+
+    def while_form(self, op: MlirOp) -> None:
+        """``(%iterArg = %x, ...) : types [attributes {..}] cond { .. } do { .. }``"""
+        self.expect("(", " to open the loop variables")
+
+        def pair():
+            var = self.take("val", "a loop variable (%name)")
+            self.expect("=", " after the loop variable")
+            return var, self.use()
+        pairs = self.items(pair, ")", "the loop variables")
+        op.operands = [u for _, u in pairs]
+        self.tail(op)
+        if self.accept("attributes"):
+            op.attrs.update(self.attr_dict())
+        if len(op.result_types) != len(pairs):
+            raise self.error(f"stablehlo.while has {len(pairs)} loop variable(s) but "
+                             f"{len(op.result_types)} type(s)", op.tok)
+        args = [(v.text[1:], t, v) for (v, _), t in zip(pairs, op.result_types)]
+        self.expect("cond", " (the loop condition region)")
+        cond = self.region(args)
+        self.expect("do", " (the loop body region)")
+        op.regions = [cond, self.region(args)]
+
+    def symbol_call_form(self, op: MlirOp) -> None:
+        """``@callee(%a, ...) [{attrs}] : types`` (func.call, custom_call)."""
+        sym = self.take("sym", "a symbol (@name)")
+        op.attrs["callee" if op.name == "func.call" else "call_target_name"] = self.symbol(sym)
+        self.expect("(", " to open the operands")
+        op.operands = self.items(self.use, ")", "the operands")
+        self.tail(op)
+
+    def composite_form(self, op: MlirOp) -> None:
+        """``"name" %a, ... {decomposition = @f, ...} : types``"""
+        op.attrs["name"] = _unescape(self.take("str", "the composite name").text)
+        self.default_form(op)
+
+    def constant_form(self, op: MlirOp) -> None:
+        """``dense<...> : tensor<...>`` (the literal's type is the result type)."""
+        if self.at("{"):
+            op.attrs.update(self.attr_dict())
+        value = op.attrs["value"] = self.attr_value(True)
+        if isinstance(value, DenseAttr):
+            op.operand_types, op.result_types = None, [value.shape]
+        else:
+            self.tail(op)
+
+    def gte_form(self, op: MlirOp) -> None:
+        """``%t[index] : (tuple<...>) -> type``"""
+        op.operands = [self.use()]
+        self.expect("[", " before the tuple index")
+        op.attrs["index"] = self.int_("a tuple index")
+        self.expect("]", " after the tuple index")
+        self.tail(op)
+
+    def top_k_form(self, op: MlirOp) -> None:
+        """``(%x, k = 3) : type -> (type, type)``"""
+        self.expect("(", " to open the operands")
+        op.operands = [self.use()]
+        self.expect(",")
+        self.expect("k")
+        self.expect("=")
+        op.attrs["k"] = self.int_("k")
+        self.expect(")", " to close the operands")
+        self.tail(op)
+
+    # ------------------------------------------------------------------ types
+    def type_signature(self) -> tuple[list[Shape] | None, list[Shape]]:
+        """``(ins) -> outs``, ``ins -> outs`` (chlo) or a type list: (operand types or None,
+        the types after the arrow or the list)."""
+        if self.accept("("):
+            ins = self.items(self.type_, ")", "the operand types")
+            self.expect("->", " after the operand types")
+            return ins, self.func_results()
+        types = [self.type_()]
+        while self.accept(","):
+            types.append(self.type_())
+        if self.accept("->"):
+            return types, self.func_results()
+        return None, types
+
+    def type_(self) -> Shape:
+        tok = self.peek()
+        if tok.kind == "bang":
+            self.next()
+            if tok.text in ("!stablehlo.token", "!mhlo.token"):
+                return TOKEN
+            raise self.error(f"unsupported type {tok.text}", tok)
+        if tok.kind == "word" and tok.text == "tensor" and self.at("<", 1):
+            return self.tensor_type()
+        if tok.kind == "word" and tok.text == "tuple" and self.at("<", 1):
+            self.i += 2
+            self.depth += 1
+            if self.depth > _MAX_DEPTH:
+                raise self.error("tuple type nested too deeply", tok)
+            elements = self.items(self.type_, ">", "the tuple type")
+            self.depth -= 1
+            return TupleShape(tuple(elements))
+        if tok.kind == "word":
+            return ArrayShape(self.element(), ())
+        raise self.error(f"expected a type, found {self.desc(tok)}", tok)
+
+    def tensor_type(self) -> ArrayShape:
+        """``tensor<2x3xf32>``, ``tensor<f32>``, ``tensor<4xcomplex<f32>>``: the dims and the
+        element type are one run of adjacent tokens (``?`` is a token of its own)."""
+        self.i += 2
+        start, parts = self.peek(), []
+        while (self.peek().kind == "word" or self.at("?") or self.at("*")) and \
+                not (parts and self.peek().space):
+            parts.append(self.next().text)
+        spec = "".join(parts)
+        if spec.endswith("complex"):
+            head, et = spec[:-len("complex")], "complex"
+            dims = head[:-1].split("x") if head.endswith("x") else [head] if head else []
+        else:
+            *dims, et = spec.split("x")
+        if "?" in spec or "*" in spec:
+            raise self.error("dynamic dimensions ('?') are not supported; use static shapes", start)
+        if not all(re.fullmatch("[0-9]{1,18}", d) for d in dims):
+            raise self.error(f"malformed tensor dimensions {spec!r}", start)
+        etype = self.element_name(et or self.peek().text, start)
+        if self.accept(","):  # an encoding (bounds of a bounded-dynamic shape, ...)
+            self.attr_value(False)
+        self.expect(">", " to close the tensor type")
+        return ArrayShape(etype, tuple(int(d) for d in dims), None)
+
+    def element(self) -> str:
+        tok = self.take("word", "an element type")
+        return self.element_name(tok.text, tok)
+
+    def element_name(self, name: str, tok: _Tok) -> str:
+        """The HLO element type of ``name`` (``complex`` reads its ``<f32>``)."""
+        if name == "complex" and self.accept("<"):
+            inner = self.take("word", "an element type").text
+            self.expect(">", " to close the complex type")
+            et = {"f32": "c64", "f64": "c128"}.get(inner)
+        else:
+            et = element_type(name)
+        if et is None:
+            raise self.error(f"unsupported element type {name!r}", tok)
+        return et
+
+    # ------------------------------------------------------------------ attributes
+    def attr_dict(self) -> dict[str, Any]:
+        """``{key = value, unit_key, "quoted" = value}``"""
+        self.expect("{")
+        out: dict[str, Any] = {}
+
+        def entry():
+            tok = self.peek()
+            if tok.kind not in ("word", "str"):
+                raise self.error(f"expected an attribute name, found {self.desc(tok)}")
+            key = _unescape(self.next().text) if tok.kind == "str" else self.next().text
+            out[key] = self.attr_value(True) if self.accept("=") else True
+        self.items(entry, "}", "the attributes")
+        return out
+
+    def attr_value(self, typed: bool) -> Any:
+        """One MLIR attribute as a python value (``typed``: consume a trailing ``: type``)."""
+        self.depth += 1
+        if self.depth > _MAX_DEPTH:
+            raise self.error("attribute nested too deeply")
+        try:
+            return self._attr_value(typed)
+        finally:
+            self.depth -= 1
+
+    def _attr_value(self, typed: bool) -> Any:
+        tok = self.peek()
+        if tok.kind == "str":
+            return _unescape(self.next().text)
+        if tok.kind == "sym":
+            return self.symbol(self.next())
+        if self.at("["):
+            self.next()
+            return tuple(self.items(lambda: self.attr_value(typed), "]", "the list"))
+        if self.at("{"):
+            return self.attr_dict()
+        if tok.kind == "hash":
+            return self.dialect_attr()
+        if tok.kind == "word" and self.at("<", 1) and tok.text in ("dense", "array"):
+            return self.dense() if tok.text == "dense" else self.array()
+        if tok.kind == "word" and (self.at("<", 1) or self.at("(", 1)) and not self.peek(1).space:
+            self.next()  # dense_resource<...>, loc(...), affine_map<...>: kept as text
+            return tok.text + self.skip_balanced()
+        if tok.kind in ("word", "num"):
+            val = self.scalar_word(self.next())
+            if typed and self.accept(":"):  # the type of a number (1 : i64): not needed
+                self.next()
+                if self.at("<") and not self.peek().space:
+                    self.skip_balanced()
+            return val
+        if tok.kind == "bang" or self.at("("):
+            return self.type_signature() if self.at("(") else self.type_()
+        raise self.error(f"expected an attribute value, found {self.desc(tok)}")
+
+    @staticmethod
+    def scalar_word(tok: _Tok) -> Any:
+        text = tok.text
+        if _INT_RE.match(text):
+            return int(text)
+        if _HEX_RE.match(text):
+            return int(text, 16)
+        if text in ("true", "false"):
+            return text == "true"
+        if text == "unit":
+            return True
+        return float(text) if _FLOAT_RE.match(text) else text
+
+    def dialect_attr(self) -> Any:
+        """``#stablehlo<precision DEFAULT>`` -> 'DEFAULT'; ``#stablehlo.gather<k = v, ...>``
+        -> dict; ``#stablehlo.conv<[b, 0, f]x[0, i, o]->[b, 0, f]>`` -> HLO dim_labels;
+        anything else -> its source text."""
+        tok = self.next()
+        if not self.at("<") or self.peek().space:
+            return tok.text
+        self.next()
+        if tok.text.endswith(".conv") and self.at("["):
+            val = self.conv_labels()
+        elif self.peek().kind == "word" and self.at("=", 1) or self.at("raw") or self.at(">"):
+            self.accept("raw")
+            val = {}
+            while self.peek().kind == "word" and self.at("=", 1):
+                key = self.next().text
+                self.next()
+                val[key] = self.attr_value(False)
+                if not self.accept(","):
+                    break
+        elif self.peek().kind == "word" and (self.at(">", 1) or
+                                             self.peek(1).kind == "word" and self.at(">", 2)):
+            val = self.next().text
+            val = self.next().text if not self.at(">") else val
+        else:
+            self.i -= 1
+            return tok.text + self.skip_balanced()
+        self.expect(">", f" to close {tok.text}<...>")
+        return val
+
+    def array(self) -> tuple:
+        """``array<i64: 1, 2>`` / ``array<i1: true>`` / ``array<i64>``."""
+        self.i += 2
+        self.element()
+        vals: list = []
+        if self.accept(":"):
+            vals = self.items(lambda: self.scalar_word(self.take_scalar()), ">", "the array")
+            return tuple(vals)
+        self.expect(">", " to close the array")
+        return tuple(vals)
+
+    def dense(self) -> DenseAttr:
+        """``dense<...> : tensor<...>``: a splat, nested lists or a hex blob."""
+        tok = self.next()
+        self.next()
+        if self.at(">"):
+            tree: Any = []
+        elif self.peek().kind == "str":
+            tree = self.next()
+        else:
+            tree = self.dense_tree()
+        self.expect(">", " to close the dense literal")
+        self.expect(":", " before the type of the dense literal")
+        shape = self.type_()
+        if shape.is_tuple or ELEMENT_TYPES.get(shape.element_type) is None:
+            raise self.error(f"a dense literal cannot have type {shape}", tok)
+        return DenseAttr(self.dense_array(tree, shape, tok), shape)
+
+    def dense_tree(self) -> Any:
+        """Nested lists of element tokens (a complex element: a (re, im) pair)."""
+        if self.accept("["):
+            self.depth += 1
+            if self.depth > _MAX_DEPTH:
+                raise self.error("dense literal nested too deeply")
+            out = self.items(self.dense_tree, "]", "the dense list")
+            self.depth -= 1
+            return out
+        if self.accept("("):
+            re_ = self.take_scalar()
+            self.expect(",")
+            im = self.take_scalar()
+            self.expect(")")
+            return _Complex(re_, im)
+        return self.take_scalar()
+
+    def take_scalar(self) -> _Tok:
+        tok = self.peek()
+        if tok.kind not in ("word", "num"):
+            raise self.error(f"expected a literal value, found {self.desc(tok)}")
+        return self.next()
+
+    def dense_array(self, tree, shape: ArrayShape, tok: _Tok) -> np.ndarray:
+        dt = ELEMENT_TYPES[shape.element_type]
+        count = math.prod(shape.dims)
+        if isinstance(tree, _Tok) and tree.kind == "str":
+            return self.hex_blob(tree, dt, shape, count)
+        leaves: list = []
+        nested = _flatten(tree, leaves)
+        if nested is not None and nested != shape.dims and (leaves or count):
+            raise self.error(f"dense literal of shape {list(nested)} for a tensor of shape "
+                             f"{list(shape.dims)}", tok)
+        arr = np.zeros(len(leaves), dt)
+        for k, leaf in enumerate(leaves):
+            self.set_element(arr, k, leaf, dt)
+        return _fill(arr, shape.dims)
+
+    def set_element(self, arr: np.ndarray, k: int, leaf, dt: np.dtype) -> None:
+        if dt.kind == "c":
+            parts = leaf if isinstance(leaf, _Complex) else (leaf,)
+            if len(parts) != 2 or not all(_FLOAT_RE.match(t.text) or _INT_RE.match(t.text)
+                                          for t in parts):
+                raise self.error("a complex element is (re, im)", parts[0])
+            arr[k] = complex(float(parts[0].text), float(parts[1].text))
+            return
+        if isinstance(leaf, _Complex):
+            raise self.error("a complex value for a real element type", leaf.re)
+        text, low = leaf.text, leaf.text.lower()
+        if dt.kind == "b":
+            if low not in ("true", "false", "1", "0"):
+                raise self.error(f"expected true/false, found {text!r}", leaf)
+            arr[k] = low in ("true", "1")
+        elif _HEX_RE.match(text) and not text.startswith("-"):
+            bits = int(text, 16)  # the element's bit pattern (floats too: 0xFF800000 = -inf)
+            udt = np.dtype(f"u{dt.itemsize}")
+            if bits >= 1 << (8 * dt.itemsize):
+                raise self.error(f"hex value {text} too wide for {dt.name}", leaf)
+            arr.view(udt)[k] = bits
+        elif dt.kind in "iu" or (dt.kind == "V" and "int" in dt.name):
+            if not _INT_RE.match(text):
+                raise self.error(f"expected an integer literal, found {text!r}", leaf)
+            info = ml_dtypes.iinfo(dt)
+            if not info.min <= int(text) <= info.max:
+                raise self.error(f"integer {text} out of range for {dt.name}", leaf)
+            arr[k] = int(text)
+        else:
+            body = low.lstrip("-+")
+            if not (_FLOAT_RE.match(text) or _INT_RE.match(text) or body in ("inf", "nan")):
+                raise self.error(f"expected a floating-point literal, found {text!r}", leaf)
+            with np.errstate(over="ignore"):
+                arr[k] = float(text)
+
+    def hex_blob(self, tok: _Tok, dt: np.dtype, shape: ArrayShape, count: int) -> np.ndarray:
+        """``dense<"0x...">``: the raw little-endian element bytes (one element: a splat)."""
+        hexs = tok.text[1:-1]
+        if not re.fullmatch(r"0x(?:[0-9a-fA-F]{2})*", hexs):
+            raise self.error("malformed hex literal (expected \"0x\" and bytes)", tok)
+        data = bytes.fromhex(hexs[2:])
+        size = dt.itemsize
+        if dt.kind == "b" and len(data) == (count + 7) // 8 and len(data) != count:
+            arr = np.unpackbits(np.frombuffer(data, np.uint8), bitorder="little")[:count].astype(bool)
+        elif len(data) in (size, size * count):
+            arr = np.frombuffer(data, dt).copy()  # little-endian, as MLIR writes it (and x86/arm)
+        else:
+            raise self.error(f"hex literal has {len(data)} bytes; {shape} needs {size * count}", tok)
+        return _fill(arr, shape.dims)
+
+
+def _fill(flat: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
+    """``flat`` as an array of shape ``dims``; one element (a splat) fills it."""
+    if flat.size == math.prod(dims):
+        return flat.reshape(dims)
+    return np.broadcast_to(flat.reshape(()), dims).copy()
+
+
+def _flatten(tree, leaves: list) -> tuple[int, ...] | None:
+    """Append the leaves of nested lists; their shape (None for a scalar splat)."""
+    if not isinstance(tree, list):
+        leaves.append(tree)
+        return None
+    shapes = {_flatten(t, leaves) or () for t in tree}
+    if len(shapes) > 1:
+        return (-1,)  # ragged: never matches a tensor shape
+    return (len(tree),) + (shapes.pop() if shapes else ())
+
+
+_PRETTY = {
+    "stablehlo.dot_general": _Parser.dot_general_form,
+    "stablehlo.compare": _Parser.compare_form,
+    "stablehlo.slice": _Parser.slice_form,
+    "stablehlo.convolution": _Parser.convolution_form,
+    "stablehlo.reduce": _Parser.reduce_form,
+    "stablehlo.while": _Parser.while_form,
+    "stablehlo.constant": _Parser.constant_form,
+    "stablehlo.custom_call": _Parser.symbol_call_form,
+    "func.call": _Parser.symbol_call_form,
+    "stablehlo.composite": _Parser.composite_form,
+    "stablehlo.get_tuple_element": _Parser.gte_form,
+    "chlo.top_k": _Parser.top_k_form,
+}
+
+
+def parse_stablehlo(text: str | bytes, file: str | None = None) -> HloModule:
+    """Parse StableHLO text into the HLO AST; raises :class:`HloParseError` (with line/column)
+    on any problem and :class:`UnsupportedOpError` for an op hlotune cannot lower."""
+    if isinstance(text, (bytes, bytearray)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise HloParseError(f"StableHLO text is not UTF-8: {e}", file=file) from None
+    if not isinstance(text, str):
+        raise HloParseError(f"expected StableHLO text (str), got {type(text).__name__}", file=file)
+    parser = None
+    try:
+        parser = _Parser(text.lstrip("\ufeff"), file)
+        return to_hlo_module(parser.parse_module(), parser.error, file)
+    except (HloParseError, UnsupportedOpError):
+        raise
+    except Exception as e:  # a parser bug: still report it as a located parse error
+        log.debug("internal StableHLO parser error", exc_info=True)
+        msg = f"internal parser error ({type(e).__name__}: {e})"
+        if parser is None:
+            raise HloParseError(msg, file=file) from e
+        raise parser.error(msg, parser.peek()) from e

@@ -1,0 +1,727 @@
+"""StableHLO ops as HLO instructions: the second half of :mod:`.stablehlo`.
+
+The StableHLO parser builds a small tree of MLIR ops (:class:`MlirOp` in :class:`Region`s of
+:class:`Func`s) whose attributes carry their generic MLIR names (a pretty-printed op's keywords
+are renamed to those). :func:`to_hlo_module` turns that tree into the HLO AST of :mod:`.ast` the
+way XLA converts StableHLO, with attribute values in the formats :mod:`.parser` produces, so that
+the HLO handlers lower it unchanged:
+
+* each ``func.func`` becomes a computation (``@main`` the entry, ``return`` the root, a tuple
+  when it returns several values); ``func.call`` becomes ``call``;
+* an op with several results becomes one tuple-shaped instruction plus ``get-tuple-element``s;
+* the regions of ``reduce``/``reduce_window``/``sort``/``scatter``/``map`` become scalar
+  computations (``to_apply``); those of ``while``/``case``/``if`` become computations taking one
+  tuple parameter, which also carries the values the region uses from outside it;
+* every op without an HLO equivalent that hlotune lowers raises :class:`UnsupportedOpError`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..errors import HloParseError, UnsupportedOpError
+from .ast import ArrayShape, Computation, HloModule, Instruction, Shape, TupleShape
+
+__all__ = ["SUPPORTED", "TERMINATORS", "DenseAttr", "Func", "MlirModule", "MlirOp", "Region",
+           "hlo_opcode_table", "to_hlo_module"]
+
+
+# ----------------------------------------------------------------------------- the op tree
+
+@dataclass
+class MlirOp:
+    """One MLIR op. Values are SSA names without ``%`` (``0#2`` for result 2 of ``%0:3``);
+    ``tok`` (anything with ``line``/``col``) locates it."""
+
+    name: str
+    tok: Any
+    results: list[tuple[str, Any]] = field(default_factory=list)
+    aliases: dict[str, str] = field(default_factory=dict)   # '0' of '%0:3' -> '0#0'
+    operands: list[tuple[str, Any]] = field(default_factory=list)
+    attrs: dict[str, Any] = field(default_factory=dict)
+    regions: list[Region] = field(default_factory=list)
+    result_types: list[Shape] = field(default_factory=list)
+    operand_types: list[Shape] | None = None   # when the signature gives them
+
+
+@dataclass
+class Region:
+    """A one-block region: its arguments ``(name, type, tok)`` and ops (the last a return)."""
+
+    args: list[tuple[str, Shape, Any]]
+    ops: list[MlirOp]
+    tok: Any
+    end: Any
+
+
+@dataclass
+class Func:
+    name: str
+    tok: Any
+    args: list[tuple[str, Shape, Any]]
+    result_types: list[Shape]
+    body: Region
+
+
+@dataclass
+class MlirModule:
+    name: str | None
+    attrs: dict[str, Any]
+    funcs: list[Func]
+
+
+class DenseAttr(NamedTuple):
+    """A ``dense<...> : tensor<...>`` attribute: its value as a numpy array and its type."""
+
+    array: np.ndarray
+    shape: ArrayShape
+
+
+# ----------------------------------------------------------------------------- op table
+
+TERMINATORS = frozenset({"func.return", "stablehlo.return"})
+_HANDLERS: dict[str, Callable] = {}
+_HLO_NAMES: dict[str, str] = {}
+
+
+def _op(*names: str, hlo: str):
+    """Register a converter ``fn(cv, comp, op) -> [(instr name, shape)]`` (one per result)."""
+    def register(fn):
+        for n in names:
+            _HANDLERS[n], _HLO_NAMES[n] = fn, hlo
+        return fn
+    return register
+
+
+def _direct(cv, comp, op):
+    """Same operands, result type and no attributes in HLO (elementwise ops, reshape, ...)."""
+    return cv.emit(comp, op, _HLO_NAMES[op.name])
+
+
+_DIRECT_OPS = (
+    "abs", "add", "and", "atan2", "bitcast_convert", "cbrt", "ceil", "clamp", "convert", "cosine",
+    "count_leading_zeros", "divide", "dynamic_update_slice", "exponential", "exponential_minus_one",
+    "floor", "is_finite", "log", "log_plus_one", "logistic", "maximum", "minimum", "multiply",
+    "negate", "not", "or", "partition_id", "popcnt", "power", "remainder", "replica_id", "reshape",
+    "round_nearest_afz", "round_nearest_even", "rsqrt", "select", "shift_left",
+    "shift_right_arithmetic", "shift_right_logical", "sign", "sine", "sqrt", "subtract", "tan",
+    "tanh", "tuple", "xor")
+for _name in _DIRECT_OPS:
+    _op(f"stablehlo.{_name}", hlo=_name.replace("_", "-"))(_direct)
+_op("chlo.erf", hlo="erf")(_direct)
+_op("chlo.tan", hlo="tan")(_direct)
+
+
+def hlo_opcode_table() -> dict[str, str]:
+    """StableHLO/chlo/func op name -> the HLO opcode(s) it becomes (for the docs)."""
+    table = {**_HLO_NAMES, "func.return": "the ROOT (a tuple of several values)",
+             "stablehlo.return": "the ROOT of a region's computation"}
+    return dict(sorted(table.items()))
+
+
+# ----------------------------------------------------------------------------- attributes
+
+def _ints(cv, op, key: str, default=None, attrs=None) -> tuple[int, ...]:
+    """An integer-list attribute (``[1, 2]``, ``array<i64: 1, 2>``, ``dense<...>``, an int) of
+    ``op`` (or of ``attrs``, a dimension-numbers dict of it)."""
+    v = (op.attrs if attrs is None else attrs).get(key, default)
+    if v is None:
+        raise cv.error(f"'{op.name}' needs the attribute '{key}'", op.tok)
+    if isinstance(v, DenseAttr):
+        v = v.array.reshape(-1).tolist()
+    if isinstance(v, (int, np.integer)):
+        return (int(v),)
+    if isinstance(v, (tuple, list)) and all(isinstance(x, (int, np.integer)) for x in v):
+        return tuple(int(x) for x in v)
+    raise cv.error(f"attribute '{key}' of '{op.name}' must be integers, got {v!r}", op.tok)
+
+
+def _int(cv, op, key: str, default=None, attrs=None) -> int:
+    v = _ints(cv, op, key, default, attrs)
+    if len(v) != 1:
+        raise cv.error(f"attribute '{key}' of '{op.name}' must be one integer, got {v!r}", op.tok)
+    return v[0]
+
+
+def _pairs(cv, op, key: str, n: int) -> tuple[tuple[int, int], ...]:
+    """``[[lo, hi], ...]`` or ``dense<...> : tensor<Nx2xi64>`` -> ((lo, hi), ...); default 0s."""
+    v = op.attrs.get(key)
+    if v is None:
+        return ((0, 0),) * n
+    flat = _ints(cv, op, key) if isinstance(v, DenseAttr) or not isinstance(v, (tuple, list)) \
+        else tuple(x for p in v for x in (p if isinstance(p, (tuple, list)) else (p,)))
+    if len(flat) != 2 * n or not all(isinstance(x, (int, np.integer)) for x in flat):
+        raise cv.error(f"attribute '{key}' of '{op.name}' must be {n} (low, high) pairs", op.tok)
+    return tuple((int(flat[2 * k]), int(flat[2 * k + 1])) for k in range(n))
+
+
+def _window(cv, op, size, stride: str, pad: str, lhs: str, rhs: str, rev: str | None):
+    """The HLO ``window`` value (see :mod:`.parser`) from StableHLO's separate attributes."""
+    n = len(size)
+    ones = (1,) * n
+    reverse = _ints(cv, op, rev, (0,) * n) if rev else (0,) * n
+    res = {"size": tuple(size), "stride": _ints(cv, op, stride, ones), "pad": _pairs(cv, op, pad, n),
+           "lhs_dilate": _ints(cv, op, lhs, ones), "rhs_dilate": _ints(cv, op, rhs, ones),
+           "window_reversal": tuple(bool(x) for x in reverse)}
+    for k, v in res.items():
+        if len(v) != n:
+            raise cv.error(f"'{op.name}': window {k} has {len(v)} dims, expected {n}", op.tok)
+    return MappingProxyType(res)
+
+
+def _dims_dict(cv, op, key: str) -> dict:
+    v = op.attrs.get(key)
+    if not isinstance(v, dict):
+        raise cv.error(f"'{op.name}' needs the attribute '{key}' (#stablehlo.<...> dimension "
+                       "numbers)", op.tok)
+    return v
+
+
+def _precision(op) -> dict:
+    prec = op.attrs.get("precision_config")
+    return {"operand_precision": tuple(str(p).lower() for p in prec)} \
+        if isinstance(prec, (tuple, list)) and prec else {}
+
+
+# ----------------------------------------------------------------------------- shape ops
+
+@_op("stablehlo.constant", hlo="constant")
+def _constant(cv, comp, op):
+    value = op.attrs.get("value")
+    if not isinstance(value, DenseAttr):
+        raise cv.unsupported(op, "only dense<...> literals are supported (not dense_resource or "
+                                 "elided data)")
+    if len(op.result_types) == 1 and tuple(getattr(op.result_types[0], "dims", ())) != \
+            value.array.shape:
+        raise cv.error("constant literal shape does not match its result type", op.tok)
+    return cv.emit(comp, op, "constant", literal=value.array)
+
+
+@_op("stablehlo.broadcast_in_dim", hlo="broadcast (after a reshape when it expands size-1 dims)")
+def _broadcast_in_dim(cv, comp, op):
+    """HLO ``broadcast`` keeps operand dims as they are; StableHLO also expands size-1 dims,
+    which are dropped by a ``reshape`` first (as XLA does)."""
+    dims = _ints(cv, op, "broadcast_dimensions")
+    ((x, shape),), (out,) = cv.operands(comp, op, 1), cv.one_result(op)
+    if shape.is_tuple or out.is_tuple or len(dims) != shape.rank or \
+            not all(0 <= d < out.rank for d in dims):
+        raise cv.error(f"broadcast_in_dim dims {list(dims)} do not fit {shape} -> {out}", op.tok)
+    keep = [k for k, d in enumerate(dims) if shape.dims[k] == out.dims[d]]
+    if len(keep) < len(dims):
+        squeezed = ArrayShape(shape.element_type, tuple(shape.dims[k] for k in keep))
+        x = comp.add("reshape", squeezed, [x], None, op.tok, cv.hint(op))[0]
+        dims = tuple(dims[k] for k in keep)
+    return cv.emit(comp, op, "broadcast", {"dimensions": dims}, operands=[x])
+
+
+@_op("stablehlo.broadcast", hlo="broadcast")
+def _broadcast(cv, comp, op):
+    sizes, (out,) = _ints(cv, op, "broadcast_sizes"), cv.one_result(op)
+    return cv.emit(comp, op, "broadcast", {"dimensions": tuple(range(len(sizes), out.rank))})
+
+
+@_op("stablehlo.transpose", hlo="transpose")
+def _transpose(cv, comp, op):
+    return cv.emit(comp, op, "transpose", {"dimensions": _ints(cv, op, "permutation")})
+
+
+@_op("stablehlo.reverse", hlo="reverse")
+def _reverse(cv, comp, op):
+    return cv.emit(comp, op, "reverse", {"dimensions": _ints(cv, op, "dimensions")})
+
+
+@_op("stablehlo.slice", hlo="slice")
+def _slice(cv, comp, op):
+    start, limit = _ints(cv, op, "start_indices"), _ints(cv, op, "limit_indices")
+    strides = _ints(cv, op, "strides", (1,) * len(start))
+    if not len(start) == len(limit) == len(strides):
+        raise cv.error("slice start, limit and stride lists differ in length", op.tok)
+    return cv.emit(comp, op, "slice", {"slice": tuple(zip(start, limit, strides))})
+
+
+@_op("stablehlo.pad", hlo="pad")
+def _pad(cv, comp, op):
+    lo, hi = _ints(cv, op, "edge_padding_low"), _ints(cv, op, "edge_padding_high")
+    interior = _ints(cv, op, "interior_padding", (0,) * len(lo))
+    if not len(lo) == len(hi) == len(interior):
+        raise cv.error("pad low, high and interior lists differ in length", op.tok)
+    return cv.emit(comp, op, "pad", {"padding": tuple(zip(lo, hi, interior))})
+
+
+@_op("stablehlo.concatenate", hlo="concatenate")
+def _concatenate(cv, comp, op):
+    return cv.emit(comp, op, "concatenate", {"dimensions": (_int(cv, op, "dimension"),)})
+
+
+@_op("stablehlo.iota", hlo="iota")
+def _iota(cv, comp, op):
+    return cv.emit(comp, op, "iota", {"iota_dimension": _int(cv, op, "iota_dimension")})
+
+
+@_op("stablehlo.dynamic_slice", hlo="dynamic-slice")
+def _dynamic_slice(cv, comp, op):
+    return cv.emit(comp, op, "dynamic-slice", {"dynamic_slice_sizes": _ints(cv, op, "slice_sizes")})
+
+
+@_op("stablehlo.get_tuple_element", hlo="get-tuple-element")
+def _get_tuple_element(cv, comp, op):
+    return cv.emit(comp, op, "get-tuple-element", {"index": _int(cv, op, "index")})
+
+
+@_op("stablehlo.get_dimension_size", hlo="get-dimension-size")
+def _get_dimension_size(cv, comp, op):
+    return cv.emit(comp, op, "get-dimension-size", {"dimensions": (_int(cv, op, "dimension"),)})
+
+
+@_op("stablehlo.reduce_precision", hlo="reduce-precision")
+def _reduce_precision(cv, comp, op):
+    fmt = op.attrs.get("format")
+    m = re.fullmatch(r"e(\d+)m(\d+)", fmt) if isinstance(fmt, str) else None
+    bits = (int(m[1]), int(m[2])) if m else \
+        (_int(cv, op, "exponent_bits"), _int(cv, op, "mantissa_bits"))
+    return cv.emit(comp, op, "reduce-precision", {"exponent_bits": bits[0], "mantissa_bits": bits[1]})
+
+
+@_op("stablehlo.optimization_barrier", hlo="optimization-barrier")
+def _optimization_barrier(cv, comp, op):
+    if len(op.operands) == 1:
+        return cv.emit(comp, op, "optimization-barrier")
+    tup = cv.tuple_of(comp, op, cv.operands(comp, op))
+    return cv.emit(comp, op, "optimization-barrier", operands=[tup[0]], variadic=True)
+
+
+@_op("chlo.square", hlo="multiply (x, x)")
+def _square(cv, comp, op):
+    (x,) = cv.operands(comp, op, 1)
+    return cv.emit(comp, op, "multiply", operands=[x[0], x[0]])
+
+
+# ----------------------------------------------------------------------------- compute ops
+
+@_op("stablehlo.compare", hlo="compare")
+def _compare(cv, comp, op):
+    if not isinstance(op.attrs.get("comparison_direction"), str):
+        raise cv.error("stablehlo.compare needs a comparison direction (EQ, LT, ...)", op.tok)
+    attrs = {"direction": op.attrs["comparison_direction"]}
+    if op.attrs.get("compare_type") is not None:
+        attrs["type"] = str(op.attrs["compare_type"])
+    return cv.emit(comp, op, "compare", attrs)
+
+
+@_op("stablehlo.dot_general", hlo="dot")
+def _dot_general(cv, comp, op):
+    dn = _dims_dict(cv, op, "dot_dimension_numbers")
+    keys = {"lhs_batch_dims": "lhs_batching_dimensions", "rhs_batch_dims": "rhs_batching_dimensions",
+            "lhs_contracting_dims": "lhs_contracting_dimensions",
+            "rhs_contracting_dims": "rhs_contracting_dimensions"}
+    attrs = {k: _ints(cv, op, v, (), dn) for k, v in keys.items()}
+    return cv.emit(comp, op, "dot", {**attrs, **_precision(op)})
+
+
+@_op("stablehlo.dot", hlo="dot")
+def _dot(cv, comp, op):
+    (_, lhs), _ = cv.operands(comp, op, 2)
+    return cv.emit(comp, op, "dot", {"lhs_contracting_dims": (lhs.rank - 1,),
+                                     "rhs_contracting_dims": (0,), **_precision(op)})
+
+
+def _conv_labels(cv, op, dn) -> str:
+    """HLO ``dim_labels`` (``b01f_01io->b01f``) from ``#stablehlo.conv<raw ...>`` fields."""
+    def side(batch, feature, spatial, letters):
+        out = [""] * (2 + len(spatial))
+        out[dn[batch]], out[dn[feature]] = letters
+        for k, d in enumerate(dn[spatial]):
+            out[d] = str(k)
+        return "".join(out)
+    try:
+        return (side("input_batch_dimension", "input_feature_dimension",
+                     "input_spatial_dimensions", "bf") + "_" +
+                side("kernel_input_feature_dimension", "kernel_output_feature_dimension",
+                     "kernel_spatial_dimensions", "io") + "->" +
+                side("output_batch_dimension", "output_feature_dimension",
+                     "output_spatial_dimensions", "bf"))
+    except (KeyError, IndexError, TypeError):
+        raise cv.error("malformed convolution dimension numbers", op.tok) from None
+
+
+@_op("stablehlo.convolution", hlo="convolution")
+def _convolution(cv, comp, op):
+    labels = op.attrs.get("dimension_numbers")
+    if isinstance(labels, dict):
+        labels = _conv_labels(cv, op, labels)
+    m = re.fullmatch(r"(\w+)_(\w+)->(\w+)", labels) if isinstance(labels, str) else None
+    if m is None:
+        raise cv.error("convolution needs dim_numbers such as [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]",
+                       op.tok)
+    _, (_, rhs) = cv.operands(comp, op, 2)
+    n = len(m[1]) - 2
+    try:
+        size = tuple(rhs.dims[m[2].index(str(s))] for s in range(n))
+    except (ValueError, IndexError, AttributeError):
+        raise cv.error(f"convolution dim_numbers {labels!r} do not fit the kernel", op.tok) from None
+    attrs = {"dim_labels": labels,
+             "window": _window(cv, op, size, "window_strides", "padding", "lhs_dilation",
+                               "rhs_dilation", "window_reversal"),
+             "feature_group_count": _int(cv, op, "feature_group_count", 1),
+             "batch_group_count": _int(cv, op, "batch_group_count", 1), **_precision(op)}
+    return cv.emit(comp, op, "convolution", attrs)
+
+
+@_op("stablehlo.gather", hlo="gather")
+def _gather(cv, comp, op):
+    dn = _dims_dict(cv, op, "dimension_numbers")
+    keys = ("offset_dims", "collapsed_slice_dims", "start_index_map", "operand_batching_dims",
+            "start_indices_batching_dims")
+    attrs = {k: _ints(cv, op, k, (), dn) for k in keys}
+    attrs["index_vector_dim"] = _int(cv, op, "index_vector_dim", 0, dn)
+    attrs["slice_sizes"] = _ints(cv, op, "slice_sizes")
+    attrs["indices_are_sorted"] = bool(op.attrs.get("indices_are_sorted", False))
+    return cv.emit(comp, op, "gather", attrs)
+
+
+@_op("stablehlo.scatter", hlo="scatter")
+def _scatter(cv, comp, op):
+    dn = _dims_dict(cv, op, "scatter_dimension_numbers")
+    keys = ("update_window_dims", "inserted_window_dims", "scatter_dims_to_operand_dims",
+            "input_batching_dims", "scatter_indices_batching_dims")
+    attrs = {k: _ints(cv, op, k, (), dn) for k in keys}
+    attrs["index_vector_dim"] = _int(cv, op, "index_vector_dim", 0, dn)
+    attrs["to_apply"] = cv.scalar_region(comp, op)
+    return cv.emit(comp, op, "scatter", attrs, variadic=True)
+
+
+@_op("stablehlo.reduce", hlo="reduce")
+def _reduce(cv, comp, op):
+    attrs = {"dimensions": _ints(cv, op, "dimensions"), "to_apply": cv.scalar_region(comp, op)}
+    return cv.emit(comp, op, "reduce", attrs, variadic=True)
+
+
+@_op("stablehlo.reduce_window", hlo="reduce-window")
+def _reduce_window(cv, comp, op):
+    size = _ints(cv, op, "window_dimensions")
+    attrs = {"window": _window(cv, op, size, "window_strides", "padding", "base_dilations",
+                               "window_dilations", None),
+             "to_apply": cv.scalar_region(comp, op)}
+    return cv.emit(comp, op, "reduce-window", attrs, variadic=True)
+
+
+@_op("stablehlo.sort", hlo="sort")
+def _sort(cv, comp, op):
+    attrs = {"dimensions": (_int(cv, op, "dimension", -1),),
+             "is_stable": bool(op.attrs.get("is_stable", False)), "to_apply": cv.scalar_region(comp, op)}
+    return cv.emit(comp, op, "sort", attrs, variadic=True)
+
+
+@_op("stablehlo.map", hlo="map")
+def _map(cv, comp, op):
+    attrs = {"dimensions": _ints(cv, op, "dimensions"), "to_apply": cv.scalar_region(comp, op)}
+    return cv.emit(comp, op, "map", attrs)
+
+
+# ----------------------------------------------------------------------------- calls, control flow
+
+@_op("func.call", hlo="call")
+def _call(cv, comp, op):
+    return cv.emit(comp, op, "call", {"to_apply": cv.callee(op, op.attrs.get("callee"))}, variadic=True)
+
+
+@_op("stablehlo.composite", hlo="call")
+def _composite(cv, comp, op):
+    return cv.emit(comp, op, "call", {"to_apply": cv.callee(op, op.attrs.get("decomposition"))},
+                   variadic=True)
+
+
+@_op("stablehlo.custom_call", hlo="custom-call")
+def _custom_call(cv, comp, op):
+    attrs = {"custom_call_target": str(op.attrs.get("call_target_name", ""))}
+    return cv.emit(comp, op, "custom-call", attrs, variadic=True)
+
+
+@_op("chlo.top_k", hlo="custom-call (TopK)")
+def _top_k(cv, comp, op):
+    if len(op.result_types) != 2:
+        raise cv.error("chlo.top_k has two results (values, indices)", op.tok)
+    return cv.emit(comp, op, "custom-call", {"custom_call_target": "TopK", "k": _int(cv, op, "k")},
+                   variadic=True)
+
+
+@_op("stablehlo.while", hlo="while")
+def _while(cv, comp, op):
+    if len(op.regions) != 2:
+        raise cv.error("stablehlo.while needs a cond and a body region", op.tok)
+    ins = cv.operands(comp, op)
+    if any(len(r.args) != len(ins) for r in op.regions):
+        raise cv.error("stablehlo.while regions must take one argument per operand", op.tok)
+    caps = cv.captures(comp, op)
+    shapes = tuple(s for _, s in ins + [v for _, v in caps])
+    state = cv.tuple_of(comp, op, ins + [v for _, v in caps])
+    base = cv.comp_name(comp, op)
+    cond = cv.region(op.regions[0], f"{base}.cond", packed=caps)
+    body = cv.region(op.regions[1], f"{base}.body", packed=caps, passthrough=True)
+    loop = comp.add("while", TupleShape(shapes), [state[0]], {"condition": cond, "body": body},
+                    op.tok, cv.hint(op))
+    return cv.unpack(comp, op, loop, len(ins))
+
+
+@_op("stablehlo.case", "stablehlo.if", hlo="conditional")
+def _conditional(cv, comp, op):
+    index = cv.operands(comp, op, 1)[0]
+    if any(r.args for r in op.regions):
+        raise cv.error(f"'{op.name}' regions take no arguments", op.tok)
+    caps = cv.captures(comp, op)
+    arg = cv.tuple_of(comp, op, [v for _, v in caps])
+    base = cv.comp_name(comp, op)
+    branches = tuple(cv.region(r, f"{base}.branch{k}", packed=caps) for k, r in enumerate(op.regions))
+    if not branches:
+        raise cv.error(f"'{op.name}' needs at least one region", op.tok)
+    return cv.emit(comp, op, "conditional", {"branch_computations": branches},
+                   operands=[index[0]] + [arg[0]] * len(branches), variadic=True)
+
+
+SUPPORTED = frozenset(_HANDLERS) | TERMINATORS
+
+
+# ----------------------------------------------------------------------------- converter
+
+class _Comp:
+    """One HLO computation being built; ``values`` maps SSA names to (instruction, shape)."""
+
+    def __init__(self, name: str, line: int):
+        self.name, self.line = name, line
+        self.instrs: list[Instruction] = []
+        self.taken: set[str] = set()
+        self.values: dict[str, tuple[str, Shape]] = {}
+        self.n_params = 0
+
+    def add(self, opcode: str, shape: Shape, operands=(), attrs=None, tok=None, hint: str = "",
+            literal=None) -> tuple[str, Shape]:
+        base = hint if opcode == "parameter" else f"{opcode}.{hint}" if hint else opcode
+        base = re.sub(r"[^\w.\-]", ".", base)
+        name, k = base, 0
+        while name in self.taken:
+            k += 1
+            name = f"{base}.{k}"
+        self.taken.add(name)
+        line, col = (tok.line, tok.col) if tok is not None else (0, 0)
+        self.instrs.append(Instruction(name, opcode, shape, tuple(operands), attrs or {}, literal,
+                                       False, line, col))
+        return name, shape
+
+    def param(self, shape: Shape, tok, hint: str) -> tuple[str, Shape]:
+        self.n_params += 1
+        return self.add("parameter", shape, (), {"parameter_number": self.n_params - 1}, tok, hint)
+
+    def finish(self, root: str, is_entry: bool = False) -> Computation:
+        instrs = tuple(dataclasses.replace(i, is_root=True) if i.name == root else i
+                       for i in self.instrs)
+        params = tuple(i for i in instrs if i.opcode == "parameter")
+        return Computation(self.name, params, instrs, root, is_entry, self.line)
+
+
+def _free_values(regions: list[Region]) -> list[tuple[str, Any]]:
+    """Values the regions use but do not define (implicit captures), in order of first use."""
+    out: dict[str, Any] = {}
+
+    def walk(region: Region, bound: set[str]) -> None:
+        local = bound | {a[0] for a in region.args}
+        for op in region.ops:
+            for name, tok in op.operands:
+                if name not in local:
+                    out.setdefault(name, tok)
+            for r in op.regions:
+                walk(r, local)
+            local |= {n for n, _ in op.results} | set(op.aliases)
+    for r in regions:
+        walk(r, set())
+    return list(out.items())
+
+
+class _Converter:
+    def __init__(self, module: MlirModule, error: Callable, file: str | None):
+        self.module, self.error, self.file = module, error, file
+        self.funcs: dict[str, Func] = {}
+        self.comps: list[Computation] = []
+        self.comp_names: set[str] = set()
+        self.current: MlirOp | None = None   # the op being converted (to locate internal errors)
+
+    def run(self) -> HloModule:
+        for f in self.module.funcs:
+            if f.name in self.funcs:
+                raise self.error(f"redefinition of function @{f.name}", f.tok)
+            self.funcs[f.name] = f
+        if not self.funcs:
+            raise self.error("no func.func in the module")
+        entry = "main" if "main" in self.funcs else next(iter(self.funcs))
+        if entry != "main" and len(self.funcs) > 1:
+            raise self.error("several functions and none is @main (the entry)", self.module.funcs[1].tok)
+        self.comp_names |= set(self.funcs)
+        for f in self.funcs.values():
+            self.function(f, f.name == entry)
+        name = self.module.name or "module"
+        return HloModule(name, tuple(self.comps), entry, self.module.attrs, self.file)
+
+    # -------------------------------------------------------------- computations
+    def function(self, f: Func, is_entry: bool) -> None:
+        comp = _Comp(f.name, f.tok.line)
+        for name, shape, tok in f.args:
+            self.define(comp, name, comp.param(shape, tok, name), tok)
+        root = self.block(comp, f.body)
+        if len(root) != len(f.result_types):
+            raise self.error(f"@{f.name} returns {len(root)} value(s) but its type says "
+                             f"{len(f.result_types)}", f.body.ops[-1].tok)
+        self.comps.append(comp.finish(self.root(comp, f.body.ops[-1], root, False), is_entry))
+
+    def region(self, region: Region, name: str, packed=None, passthrough: bool = False) -> str:
+        """A computation from ``region``: parameters are its arguments, or (``packed``: the
+        captured ``[(name, (instr, shape))]``) one tuple of its arguments and the captures;
+        ``passthrough`` appends the captures to the root tuple (a while body)."""
+        comp = _Comp(self.unique_comp(name), region.tok.line)
+        if packed is None:
+            for arg, shape, tok in region.args:
+                self.define(comp, arg, comp.param(shape, tok, arg), tok)
+        else:
+            names = [(a, s, t) for a, s, t in region.args] + [(c, v[1], region.tok) for c, v in packed]
+            p = comp.param(TupleShape(tuple(s for _, s, _ in names)), region.tok, "state")
+            for k, (arg, shape, tok) in enumerate(names):
+                gte = comp.add("get-tuple-element", shape, [p[0]], {"index": k}, tok, arg)
+                self.define(comp, arg, gte, tok)
+        root = self.block(comp, region)
+        if passthrough:
+            root = root + [comp.values[c] for c, _ in packed]
+        self.comps.append(comp.finish(self.root(comp, region.ops[-1], root, passthrough)))
+        return comp.name
+
+    def scalar_region(self, comp: _Comp, op: MlirOp, k: int = 0) -> str:
+        """The ``to_apply`` computation of a reducer/comparator/combiner region."""
+        if len(op.regions) <= k:
+            raise self.error(f"'{op.name}' needs a region (its reducer or comparator)", op.tok)
+        free = _free_values([op.regions[k]])
+        if free:
+            raise self.unsupported(op, f"its region uses %{free[0][0]}, defined outside it")
+        return self.region(op.regions[k], self.comp_name(comp, op))
+
+    def block(self, comp: _Comp, region: Region) -> list[tuple[str, Shape]]:
+        """Convert the ops of ``region`` into ``comp``; the values its return gives."""
+        if not region.ops or region.ops[-1].name not in TERMINATORS:
+            raise self.error("region does not end with a return", region.end)
+        for op in region.ops[:-1]:
+            if op.name in TERMINATORS:
+                raise self.error("return before the end of the region", op.tok)
+            self.convert(comp, op)
+        return self.operands(comp, region.ops[-1])
+
+    def root(self, comp: _Comp, tok_op: MlirOp, values, force_tuple: bool) -> str:
+        if len(values) == 1 and not force_tuple:
+            return values[0][0]
+        return comp.add("tuple", TupleShape(tuple(s for _, s in values)), [n for n, _ in values],
+                        None, tok_op.tok, "ret")[0]
+
+    def convert(self, comp: _Comp, op: MlirOp) -> None:
+        self.current = op
+        values = _HANDLERS[op.name](self, comp, op)
+        if len(values) != len(op.results):
+            raise self.error(f"'{op.name}' gives {len(values)} value(s) but defines "
+                             f"{len(op.results)}", op.tok)
+        for (name, tok), v in zip(op.results, values):
+            self.define(comp, name, v, tok)
+        for alias, target in op.aliases.items():
+            comp.values[alias] = comp.values[target]
+
+    # -------------------------------------------------------------- values
+    def define(self, comp: _Comp, name: str, value, tok) -> None:
+        if name in comp.values:
+            raise self.error(f"redefinition of %{name}", tok)
+        comp.values[name] = value
+
+    def operands(self, comp: _Comp, op: MlirOp, n: int | None = None) -> list[tuple[str, Shape]]:
+        if n is not None and len(op.operands) != n:
+            raise self.error(f"'{op.name}' takes {n} operand(s), got {len(op.operands)}", op.tok)
+        out = []
+        for name, tok in op.operands:
+            if name not in comp.values:
+                raise self.error(f"use of undefined value %{name}", tok)
+            out.append(comp.values[name])
+        return out
+
+    def captures(self, comp: _Comp, op: MlirOp) -> list[tuple[str, tuple[str, Shape]]]:
+        """The outside values ``op``'s regions use (each becomes part of a tuple parameter)."""
+        out = []
+        for name, tok in _free_values(op.regions):
+            if name not in comp.values:
+                raise self.error(f"use of undefined value %{name}", tok)
+            out.append((name, comp.values[name]))
+        return out
+
+    def callee(self, op: MlirOp, name) -> str:
+        if not isinstance(name, str) or name not in self.funcs:
+            raise self.error(f"call to unknown function @{name}", op.tok)
+        f = self.funcs[name]
+        if len(f.args) != len(op.operands) or len(f.result_types) != len(op.results):
+            raise self.error(f"call of @{name} with {len(op.operands)} argument(s) and "
+                             f"{len(op.results)} result(s); it has {len(f.args)} and "
+                             f"{len(f.result_types)}", op.tok)
+        return name
+
+    # -------------------------------------------------------------- emitting
+    @staticmethod
+    def hint(op: MlirOp) -> str:
+        return op.results[0][0].replace("#", ".") if op.results else ""
+
+    def comp_name(self, comp: _Comp, op: MlirOp) -> str:
+        return f"{comp.name}.{op.name.split('.')[-1]}.{self.hint(op) or 'op'}"
+
+    def unique_comp(self, name: str) -> str:
+        base, k = name, 0
+        while name in self.comp_names:
+            k += 1
+            name = f"{base}.{k}"
+        self.comp_names.add(name)
+        return name
+
+    def one_result(self, op: MlirOp) -> list[Shape]:
+        if len(op.result_types) != 1:
+            raise self.error(f"'{op.name}' has one result, not {len(op.result_types)}", op.tok)
+        return op.result_types
+
+    def emit(self, comp: _Comp, op: MlirOp, opcode: str, attrs=None, operands=None, literal=None,
+             variadic: bool = False) -> list[tuple[str, Shape]]:
+        """One instruction for ``op``; several results: a tuple and its get-tuple-elements."""
+        if operands is None:
+            operands = [n for n, _ in self.operands(comp, op)]
+        types = op.result_types if variadic else self.one_result(op)
+        if len(types) == 1:
+            return [comp.add(opcode, types[0], operands, attrs, op.tok, self.hint(op), literal)]
+        tup = comp.add(opcode, TupleShape(tuple(types)), operands, attrs, op.tok, self.hint(op))
+        return self.unpack(comp, op, tup, len(types))
+
+    def unpack(self, comp: _Comp, op: MlirOp, tup, n: int) -> list[tuple[str, Shape]]:
+        return [comp.add("get-tuple-element", tup[1].elements[k], [tup[0]], {"index": k}, op.tok,
+                         f"{self.hint(op)}.{k}") for k in range(n)]
+
+    def tuple_of(self, comp: _Comp, op: MlirOp, values) -> tuple[str, Shape]:
+        return comp.add("tuple", TupleShape(tuple(s for _, s in values)), [n for n, _ in values],
+                        None, op.tok, self.hint(op))
+
+    def unsupported(self, op: MlirOp, detail: str) -> UnsupportedOpError:
+        return UnsupportedOpError(op.name, line=op.tok.line, file=self.file, detail=detail)
+
+
+def to_hlo_module(module: MlirModule, error: Callable[..., HloParseError],
+                  file: str | None) -> HloModule:
+    """The HLO module of a parsed StableHLO module; ``error(msg, tok)`` makes located errors."""
+    cv = _Converter(module, error, file)
+    try:
+        return cv.run()
+    except (HloParseError, UnsupportedOpError):
+        raise
+    except Exception as e:  # a converter bug or an input it did not foresee: still located
+        op = cv.current
+        raise error(f"internal error converting '{op.name if op else 'module'}' "
+                    f"({type(e).__name__}: {e})", op.tok if op else None) from e

@@ -1,0 +1,39 @@
+module @jit__lambda attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<31xf32>) -> (tensor<31xf32> {jax.result_info = "result"}) {
+    %c = stablehlo.constant dense<0> : tensor<i32>
+    %c_0 = stablehlo.constant dense<0> : tensor<i32>
+    %0:3 = stablehlo.while(%iterArg = %c_0, %iterArg_1 = %c, %iterArg_2 = %arg0) : tensor<i32>, tensor<i32>, tensor<31xf32>
+    cond {
+      %c_3 = stablehlo.constant dense<5> : tensor<i32>
+      %1 = stablehlo.compare LT, %iterArg, %c_3, SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %1 : tensor<i1>
+    } do {
+      %1:2 = func.call @closed_call(%iterArg_1, %iterArg_2) : (tensor<i32>, tensor<31xf32>) -> (tensor<i32>, tensor<31xf32>)
+      %c_3 = stablehlo.constant dense<1> : tensor<i32>
+      %2 = stablehlo.add %iterArg, %c_3 : tensor<i32>
+      stablehlo.return %2, %1#0, %1#1 : tensor<i32>, tensor<i32>, tensor<31xf32>
+    }
+    return %0#2 : tensor<31xf32>
+  }
+  func.func private @closed_call(%arg0: tensor<i32>, %arg1: tensor<31xf32>) -> (tensor<i32>, tensor<31xf32>) {
+    %c = stablehlo.constant dense<1> : tensor<i32>
+    %0 = stablehlo.add %arg0, %c : tensor<i32>
+    %1 = call @norm(%arg1) : (tensor<31xf32>) -> tensor<f32>
+    %2 = stablehlo.broadcast_in_dim %1, dims = [] : (tensor<f32>) -> tensor<31xf32>
+    %3 = stablehlo.divide %arg1, %2 : tensor<31xf32>
+    %4 = stablehlo.convert %arg0 : (tensor<i32>) -> tensor<f32>
+    %cst = stablehlo.constant dense<1.000000e+00> : tensor<f32>
+    %5 = stablehlo.add %4, %cst : tensor<f32>
+    %6 = stablehlo.convert %5 : tensor<f32>
+    %7 = stablehlo.broadcast_in_dim %6, dims = [] : (tensor<f32>) -> tensor<31xf32>
+    %8 = stablehlo.multiply %3, %7 : tensor<31xf32>
+    return %0, %8 : tensor<i32>, tensor<31xf32>
+  }
+  func.func private @norm(%arg0: tensor<31xf32>) -> tensor<f32> {
+    %0 = stablehlo.multiply %arg0, %arg0 : tensor<31xf32>
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %1 = stablehlo.reduce(%0 init: %cst) applies stablehlo.add across dimensions = [0] : (tensor<31xf32>, tensor<f32>) -> tensor<f32>
+    %2 = stablehlo.sqrt %1 : tensor<f32>
+    return %2 : tensor<f32>
+  }
+}
