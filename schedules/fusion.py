@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 import os
 
-from ..dsl.expr import walk
+from ..dsl.expr import substitute, walk
 from ..dsl.ops import Op
-from ..dsl.tensor import Graph, input_tensors
+from ..dsl.tensor import Graph, Tensor, input_tensors
 from .schedule import Schedule, Stage
 
 log = logging.getLogger(__name__)
@@ -114,6 +114,9 @@ def _tiled_default(s: Schedule, st: Stage, threads: int) -> bool:
     if simd_reducible(st) and _contiguous_in(st, red[-1]) > _contiguous_in(st, data[-1]):
         return False
     t = TEMPLATES[fam]
+    for tensor in _strided_operands(s, st, data[-1]):    # pack them so the vector loop reads rows
+        packed = s.cache_read(tensor, "shared", [st])
+        loop_default(s, s.stage(packed), threads)
     space = t.space(st, threads)
 
     def pick(name, want):
@@ -122,6 +125,31 @@ def _tiled_default(s: Schedule, st: Stage, threads: int) -> bool:
     c = {"tile_x": pick("tile_x", 4), "tile_y": pick("tile_y", 64), "split_k": 1, "order": "kxy",
          "cache_write": 1, "unroll_x": 1, "parallel": max(space.knob("parallel").values)}
     return try_template(s, st, t, c, threads)
+
+
+def _strided_operands(s: Schedule, st: Stage, v) -> list:
+    """Inlined views that ``st`` reads along their last axis ``v`` but whose data runs another way:
+    once the producers are substituted (a transpose read as ``kt[r, j]`` is ``k[j, r]``), ``v`` is
+    in some index of the physical load but not in its last one. Materialized in their logical
+    layout (``cache_read`` at root) they are read contiguously along ``v``."""
+    def inlined(t):
+        p = s.stage_of_op(t.op)
+        return p if p is not None and p.attach == ("inline",) else None
+
+    def strided(e) -> bool:
+        p = inlined(e.arg)
+        if p is not None:
+            body = substitute(p.op.body[e.arg.value_index], dict(zip(p.op.axis, e.src)))
+            return any(strided(x) for x in walk([body]) if x.op is Op.LOAD and isinstance(x.arg, Tensor))
+        uses = [any(x.op is Op.VAR and x.arg is v for x in walk([i])) for i in e.src]
+        return any(uses) and not uses[-1]
+
+    out = []
+    for e in walk(list(st.op.body)):
+        if (e.op is Op.LOAD and isinstance(e.arg, Tensor) and e.arg not in out and inlined(e.arg) is not None
+                and e.src and any(x.op is Op.VAR and x.arg is v for x in walk([e.src[-1]])) and strided(e)):
+            out.append(e.arg)     # read along its last axis, but a view whose data runs another way
+    return out
 
 
 def try_template(s: Schedule, st: Stage, t, config: dict, threads: int = 1) -> bool:

@@ -476,6 +476,20 @@ def test_cache_write_of_elementwise_stage():
 
 # ----------------------------------------------------------------------------- producer / consumer
 
+def test_default_packs_a_transposed_view_read_by_a_dot():
+    """A dot reading K transposed (an inlined view): the default tiled schedule would gather
+    along its vector loop, so it packs K^T once (cache_read at root) and reads rows."""
+    from hlotune.schedules.fusion import default_schedule
+    A = dsl.placeholder((64, 32), "float32", name="A")
+    K = dsl.placeholder((48, 32), "float32", name="K")
+    KT = dsl.compute((32, 48), lambda r, j: K[j, r], name="KT")
+    k = dsl.reduce_axis(32, name="k")
+    C = dsl.compute((64, 48), lambda i, j: dsl.sum(A[i, k] * KT[k, j], axis=k), name="C")
+    s = default_schedule(C, threads=2)
+    assert s.stage("KT").attach == ("inline",) and allocs(s)["KT.shared"] == ("float32", [32, 48], "local")
+    check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
+
+
 def test_chain_default_materializes_producer():
     _B, C = exp_chain(64)
     s = hlotune.Schedule(C)
