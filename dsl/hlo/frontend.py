@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 import re
 
-from ..errors import HloParseError
 from .ast import HloModule
 from .parser import parse_hlo
 from .stablehlo import parse_stablehlo
+from .textparse import read_source
 
 __all__ = ["is_stablehlo", "load_module_file", "parse_module_text"]
 
@@ -45,10 +45,5 @@ def parse_module_text(text: str | bytes, file: str | None = None) -> HloModule:
 
 def load_module_file(path: str | os.PathLike) -> HloModule:
     """Read and parse an HLO (``.hlo``/``.txt``) or StableHLO (``.mlir``) file."""
-    path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise HloParseError(f"cannot read module file: {e.strerror or e}", file=path) from None
+    path, data = read_source(path, "module")
     return parse_module_text(data, file=path)

@@ -28,20 +28,20 @@ as ``{...}``: None plus ``attrs["literal_elided"] = True``).
 
 from __future__ import annotations
 
-import bisect
 import logging
 import math
 import os
 import re
-from collections.abc import Callable
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 import ml_dtypes
 import numpy as np
 
 from ..errors import HloParseError
 from .ast import ELEMENT_TYPES, ArrayShape, Computation, HloModule, Instruction, Shape, TupleShape
+from .textparse import TextParser, Tok, caret_context, read_source, run_parser
+from .textparse import unescape as _unescape
 
 __all__ = ["caret_context", "load_hlo_file", "parse_hlo"]
 
@@ -72,126 +72,31 @@ _MAX_DEPTH = 64
 _MAX_RANK = 128
 
 
-class _Tok(NamedTuple):
-    kind: str      # 'word' | 'str' | 'arrow' | 'le' | 'p' | 'eof'
-    text: str
-    start: int
-    end: int
-    line: int
-    col: int
-    space: bool    # whitespace or a comment precedes it
+class _Parser(TextParser):
+    token_re = _TOKEN_RE
+    skip_kinds = frozenset({"ws", "bc", "lc"})
+    keyword_kinds = frozenset({"word", "arrow", "le", "p"})  # all but 'str' and 'eof'
 
-
-def caret_context(lines: list[str], line: int, col: int) -> str:
-    """Source line ``line`` (1-based) of ``lines`` and a caret under column ``col``."""
-    if not 1 <= line <= len(lines):
-        return ""
-    src, col0 = lines[line - 1].rstrip("\r"), max(col - 1, 0)
-    if len(src) > 160:  # show a window around the column
-        lo = max(0, col0 - 80)
-        src, col0 = ("..." if lo else "") + src[lo:lo + 160], col0 - lo + (3 if lo else 0)
-    return src + "\n" + "".join(c if c == "\t" else " " for c in src[:col0]) + "^"
-
-
-def _unescape(raw: str) -> str:
-    """Decode a C-escaped string token (quotes included)."""
-    simple = {"n": "\n", "t": "\t", "r": "\r", "0": "\0"}
-    return re.sub(r"\\(.)", lambda m: simple.get(m.group(1), m.group(1)), raw[1:-1], flags=re.DOTALL)
-
-
-class _Parser:
     def __init__(self, text: str, file: str | None):
-        self.text, self.file = text, file
-        self.lines = text.split("\n")
-        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self.toks = self._lex()
-        self.i = 0
-        self.limit = len(self.toks) - 1          # index of the token acting as end of input
-        self.stop = self.toks[-1]
-        self.open_group: tuple[str, _Tok] | None = None
+        super().__init__(text, file)
+        self.open_group: tuple[str, Tok] | None = None
 
-    # ------------------------------------------------------------ errors / lexer
-    def _loc(self, offset: int) -> tuple[int, int]:
-        ln = bisect.bisect_right(self.line_starts, offset)
-        return ln, offset - self.line_starts[ln - 1] + 1
-
-    def error_at(self, msg: str, line: int, col: int) -> HloParseError:
-        return HloParseError(msg, file=self.file, line=line, column=col,
-                             context=caret_context(self.lines, line, col))
-
-    def error(self, msg: str, tok: _Tok | None = None) -> HloParseError:
-        tok = tok or self.peek()
-        return self.error_at(msg, tok.line, tok.col)
-
-    def desc(self, tok: _Tok) -> str:
-        if tok.kind == "eof":
-            return "end of input" if self.limit == len(self.toks) - 1 else "end of value"
-        return repr(tok.text[:40])
-
-    def _lex(self) -> list[_Tok]:
-        text, toks, pos, space, match = self.text, [], 0, True, _TOKEN_RE.match
-        while pos < len(text):
-            m = match(text, pos)
-            if m is None:
-                what = ("unterminated /* comment" if text.startswith("/*", pos) else
-                        "unterminated string literal" if text[pos] == '"' else
-                        f"unexpected character {text[pos]!r}")
-                raise self.error_at(what, *self._loc(pos))
-            if m.lastgroup in ("ws", "bc", "lc"):
-                space = True
-            else:
-                toks.append(_Tok(m.lastgroup, m.group(), pos, m.end(), *self._loc(pos), space))
-                space = False
-            pos = m.end()
-        toks.append(_Tok("eof", "", len(text), len(text), *self._loc(len(text)), True))
-        return toks
+    def bad_char(self, pos: int) -> str:
+        text = self.text
+        return ("unterminated /* comment" if text.startswith("/*", pos) else
+                "unterminated string literal" if text[pos] == '"' else
+                super().bad_char(pos))
 
     # ----------------------------------------------------------- token helpers
-    def peek(self, k: int = 0) -> _Tok:
-        idx = self.i + k
-        return self.toks[idx] if idx < self.limit else self.stop
-
-    def next(self) -> _Tok:
-        tok = self.peek()
-        self.i += tok.kind != "eof"
-        return tok
-
-    def at(self, text: str, k: int = 0) -> bool:
-        tok = self.peek(k)
-        return tok.text == text and tok.kind not in ("str", "eof")
-
-    def accept(self, text: str) -> bool:
-        ok = self.at(text)
-        self.i += ok
-        return ok
-
-    def expect(self, text: str, what: str = "") -> _Tok:
-        if not self.at(text):
-            raise self.error(f"expected '{text}'{what}, found {self.desc(self.peek())}")
-        return self.next()
-
-    def word(self, what: str, pattern: re.Pattern = _NAME_RE) -> _Tok:
+    def word(self, what: str, pattern: re.Pattern = _NAME_RE) -> Tok:
         tok = self.peek()
         if tok.kind != "word" or not pattern.match(tok.text):
             raise self.error(f"expected {what}, found {self.desc(tok)}", tok)
         return self.next()
 
-    def name(self, what: str) -> tuple[str, _Tok]:
+    def name(self, what: str) -> tuple[str, Tok]:
         tok = self.word(what)
         return tok.text.lstrip("%"), tok
-
-    def int_(self, what: str = "integer") -> int:
-        return int(self.word(what, _INT_RE).text)
-
-    def items(self, item: Callable[[], Any], closer: str, what: str) -> list:
-        """``item (',' item)* closer`` (possibly empty); consumes the closer."""
-        out = []
-        if not self.at(closer):
-            out.append(item())
-            while self.accept(","):
-                out.append(item())
-        self.expect(closer, f" to close {what}")
-        return out
 
     def is_shape_start(self, k: int = 0) -> bool:
         tok = self.peek(k)
@@ -209,7 +114,7 @@ class _Parser:
             self.attribute(attrs, None)
         self.skip_header_blocks()
         comps: dict[str, Computation] = {}
-        refs: list[tuple[str, _Tok]] = []
+        refs: list[tuple[str, Tok]] = []
         entry_tok = None
         while self.peek().kind != "eof":
             comp, crefs, etok = self.computation()
@@ -260,7 +165,7 @@ class _Parser:
             self.shape(0, "adjacent")
         self.expect("{", f" to open computation '{name}'")
         instrs: list[Instruction] = []
-        refs: list[tuple[str, str, _Tok]] = []
+        refs: list[tuple[str, str, Tok]] = []
         root_tok = None
         self.open_group = None
         while not self.at("}"):
@@ -325,7 +230,7 @@ class _Parser:
         opcode = self.next().text
         self.expect("(", f" after opcode '{opcode}'")
         attrs: dict[str, Any] = {}
-        refs: list[tuple[str, str, _Tok]] = []
+        refs: list[tuple[str, str, Tok]] = []
         operands: list[str] = []
         literal = None
         if opcode == "parameter":
@@ -395,7 +300,7 @@ class _Parser:
 
     def skip_balanced(self, closer: str) -> None:
         """Advance to the unmatched ``closer`` (not consumed), checking bracket balance."""
-        stack: list[_Tok] = []
+        stack: list[Tok] = []
         while True:
             tok = self.peek()
             if tok.kind == "eof":
@@ -422,7 +327,7 @@ class _Parser:
         saved = self.limit, self.stop
         last = self.toks[end - 1]
         self.i, self.limit = start, end
-        self.stop = _Tok("eof", "", last.end, last.end, last.line, last.col + len(last.text), False)
+        self.stop = Tok("eof", "", last.end, last.end, last.line, last.col + len(last.text), False)
         try:
             attrs[key] = self.value(key, refs, self.text[self.toks[start].start:last.end])
             if self.peek().kind != "eof":
@@ -696,35 +601,12 @@ class _Parser:
 
 def parse_hlo(text: str, file: str | None = None) -> HloModule:
     """Parse HLO module text; raises :class:`HloParseError` (with line/column) on any problem."""
-    if isinstance(text, (bytes, bytearray)):
-        try:
-            text = bytes(text).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise HloParseError(f"HLO text is not UTF-8: {e}", file=file) from None
-    if not isinstance(text, str):
-        raise HloParseError(f"expected HLO text (str), got {type(text).__name__}", file=file)
-    parser = None
-    try:
-        parser = _Parser(text.lstrip("\ufeff"), file)
-        return parser.parse_module()
-    except HloParseError:
-        raise
-    except Exception as e:  # a parser bug: still report it as a located parse error
-        log.debug("internal HLO parser error", exc_info=True)
-        msg = f"internal parser error ({type(e).__name__}: {e})"
-        if parser is None:
-            raise HloParseError(msg, file=file) from e
-        raise parser.error(msg, parser.peek()) from e
+    return run_parser(_Parser, _Parser.parse_module, text, file, what="HLO", logger=log)
 
 
 def load_hlo_file(path: str | os.PathLike) -> HloModule:
     """Read and parse an HLO text file (``.hlo``/``.txt``), or StableHLO text (``.mlir``, see
     :func:`~hlotune.dsl.hlo.frontend.parse_module_text`)."""
-    path = os.fspath(path)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise HloParseError(f"cannot read HLO file: {e.strerror or e}", file=path) from None
+    path, data = read_source(path, "HLO")
     from .frontend import parse_module_text
     return parse_module_text(data, file=path)

@@ -19,7 +19,6 @@ types, multi-block regions and ``dense_resource`` literals are not supported.
 
 from __future__ import annotations
 
-import bisect
 import logging
 import math
 import re
@@ -30,8 +29,9 @@ import numpy as np
 
 from ..errors import HloParseError, UnsupportedOpError
 from .ast import ELEMENT_TYPES, TOKEN, ArrayShape, HloModule, Shape, TupleShape
-from .parser import _unescape, caret_context
 from .stablehlo_ops import SUPPORTED, DenseAttr, Func, MlirModule, MlirOp, Region, to_hlo_module
+from .textparse import TextParser, Tok, run_parser
+from .textparse import unescape as _unescape
 
 __all__ = ["parse_stablehlo"]
 
@@ -72,19 +72,9 @@ _CONV_WINDOW = {"stride": "window_strides", "pad": "padding", "lhs_dilate": "lhs
                 "rhs_dilate": "rhs_dilation", "reverse": "window_reversal"}
 
 
-class _Tok(NamedTuple):
-    kind: str      # 'val' | 'sym' | 'hash' | 'bang' | 'blk' | 'str' | 'num' | 'word' | 'arrow' | 'p' | 'eof'
-    text: str
-    start: int
-    end: int
-    line: int
-    col: int
-    space: bool    # whitespace or a comment precedes it
-
-
 class _Complex(NamedTuple):
-    re: _Tok
-    im: _Tok
+    re: Tok
+    im: Tok
 
 
 def element_type(name: str) -> str | None:
@@ -96,97 +86,25 @@ def element_type(name: str) -> str | None:
     return et if et in ELEMENT_TYPES and et not in ("pred", "token", "opaque") else None
 
 
-class _Parser:
+class _Parser(TextParser):
+    token_re = _TOKEN_RE
+    skip_kinds = frozenset({"ws", "lc", "res"})
+    keyword_kinds = frozenset({"p", "word", "arrow"})
+
     def __init__(self, text: str, file: str | None):
-        self.text, self.file = text, file
-        self.lines = text.split("\n")
-        self.line_starts = [0] + [m.end() for m in re.finditer("\n", text)]
-        self.toks = self._lex()
-        self.i = 0
+        super().__init__(text, file)
         self.depth = 0
 
-    # ------------------------------------------------------------ errors / lexer
-    def _loc(self, offset: int) -> tuple[int, int]:
-        ln = bisect.bisect_right(self.line_starts, offset)
-        return ln, offset - self.line_starts[ln - 1] + 1
-
-    def error_at(self, msg: str, line: int, col: int) -> HloParseError:
-        return HloParseError(msg, file=self.file, line=line, column=col,
-                             context=caret_context(self.lines, line, col))
-
-    def error(self, msg: str, tok=None) -> HloParseError:
-        tok = tok or self.peek()
-        return self.error_at(msg, tok.line, tok.col)
-
-    @staticmethod
-    def desc(tok: _Tok) -> str:
-        return "end of input" if tok.kind == "eof" else repr(tok.text[:40])
-
-    def _lex(self) -> list[_Tok]:
-        text, toks, pos, space, match = self.text, [], 0, True, _TOKEN_RE.match
-        while pos < len(text):
-            m = match(text, pos)
-            if m is None:
-                what = ("unterminated string literal" if text[pos] == '"' else
-                        "unterminated {-# ... #-} block" if text.startswith("{-#", pos) else
-                        f"unexpected character {text[pos]!r}")
-                raise self.error_at(what, *self._loc(pos))
-            if m.lastgroup in ("ws", "lc", "res"):
-                space = True
-            else:
-                toks.append(_Tok(m.lastgroup, m.group(), pos, m.end(), *self._loc(pos), space))
-                space = False
-            pos = m.end()
-        toks.append(_Tok("eof", "", len(text), len(text), *self._loc(len(text)), True))
-        return toks
+    def bad_char(self, pos: int) -> str:
+        text = self.text
+        return ("unterminated string literal" if text[pos] == '"' else
+                "unterminated {-# ... #-} block" if text.startswith("{-#", pos) else
+                super().bad_char(pos))
 
     # ----------------------------------------------------------- token helpers
-    def peek(self, k: int = 0) -> _Tok:
-        return self.toks[min(self.i + k, len(self.toks) - 1)]
-
-    def next(self) -> _Tok:
-        tok = self.peek()
-        self.i += tok.kind != "eof"
-        return tok
-
-    def at(self, text: str, k: int = 0) -> bool:
-        tok = self.peek(k)
-        return tok.text == text and tok.kind in ("p", "word", "arrow")
-
-    def accept(self, text: str) -> bool:
-        ok = self.at(text)
-        self.i += ok
-        return ok
-
-    def expect(self, text: str, what: str = "") -> _Tok:
-        if not self.at(text):
-            raise self.error(f"expected '{text}'{what}, found {self.desc(self.peek())}")
-        return self.next()
-
-    def take(self, kind: str, what: str) -> _Tok:
-        if self.peek().kind != kind:
-            raise self.error(f"expected {what}, found {self.desc(self.peek())}")
-        return self.next()
-
-    def int_(self, what: str = "an integer") -> int:
-        tok = self.peek()
-        if tok.kind != "word" or not _INT_RE.match(tok.text):
-            raise self.error(f"expected {what}, found {self.desc(tok)}")
-        return int(self.next().text)
-
-    def items(self, item, closer: str, what: str) -> list:
-        """``item (',' item)* closer`` (possibly empty); consumes the closer."""
-        out = []
-        if not self.at(closer):
-            out.append(item())
-            while self.accept(","):
-                out.append(item())
-        self.expect(closer, f" to close {what}")
-        return out
-
     def skip_balanced(self) -> str:
         """Skip one bracketed group (the current token opens it); return its source text."""
-        stack: list[_Tok] = []
+        stack: list[Tok] = []
         start = self.peek()
         while True:
             tok = self.next()
@@ -201,7 +119,7 @@ class _Parser:
             if not stack:
                 return self.text[start.start:tok.end]
 
-    def use(self) -> tuple[str, _Tok]:
+    def use(self) -> tuple[str, Tok]:
         tok = self.take("val", "an SSA value (%name)")
         return tok.text[1:], tok
 
@@ -236,7 +154,7 @@ class _Parser:
             self.i += 2
             self.attr_value(True)
 
-    def funcs(self, open_tok: _Tok | None) -> list[Func]:
+    def funcs(self, open_tok: Tok | None) -> list[Func]:
         out = []
         while not (open_tok is not None and self.at("}")):
             tok = self.peek()
@@ -285,7 +203,7 @@ class _Parser:
         return [self.type_()]
 
     @staticmethod
-    def symbol(tok: _Tok) -> str:
+    def symbol(tok: Tok) -> str:
         return _unescape(tok.text[1:]) if tok.text.startswith('@"') else tok.text[1:]
 
     # ------------------------------------------------------------------ regions and ops
@@ -312,7 +230,7 @@ class _Parser:
         self.depth -= 1
         return Region(list(args or []), ops, open_tok, self.next())
 
-    def block_arg(self) -> tuple[str, Shape, _Tok]:
+    def block_arg(self) -> tuple[str, Shape, Tok]:
         """``%name: type [{attrs}] [loc(...)]``"""
         name, tok = self.use()
         self.expect(":", f" after %{name}")
@@ -341,7 +259,7 @@ class _Parser:
         self.skip_loc()
         return op
 
-    def result_names(self) -> tuple[list[tuple[str, _Tok]], dict[str, str]]:
+    def result_names(self) -> tuple[list[tuple[str, Tok]], dict[str, str]]:
         """``%a, %b:3 =`` -> [(a, tok), (b#0, tok), ...] and the alias b -> b#0."""
         results, aliases = [], {}
         while True:
@@ -532,7 +450,7 @@ class _Parser:
             self.expect(")", " to close a reducer argument pair")
         op.regions = [self.region([g[0] for g in groups] + [g[1] for g in groups])]
 
-    def applies_region(self, op: MlirOp, body: _Tok) -> Region:
+    def applies_region(self, op: MlirOp, body: Tok) -> Region:
         """The region of ``applies stablehlo.add``: ``return add(acc_k, x_k)`` per operand."""
         if body.text not in SUPPORTED:
             raise UnsupportedOpError(body.text, line=body.line, file=self.file,
@@ -673,7 +591,7 @@ class _Parser:
         tok = self.take("word", "an element type")
         return self.element_name(tok.text, tok)
 
-    def element_name(self, name: str, tok: _Tok) -> str:
+    def element_name(self, name: str, tok: Tok) -> str:
         """The HLO element type of ``name`` (``complex`` reads its ``<f32>``)."""
         if name == "complex" and self.accept("<"):
             inner = self.take("word", "an element type").text
@@ -740,7 +658,7 @@ class _Parser:
         raise self.error(f"expected an attribute value, found {self.desc(tok)}")
 
     @staticmethod
-    def scalar_word(tok: _Tok) -> Any:
+    def scalar_word(tok: Tok) -> Any:
         text = tok.text
         if _INT_RE.match(text):
             return int(text)
@@ -826,16 +744,16 @@ class _Parser:
             return _Complex(re_, im)
         return self.take_scalar()
 
-    def take_scalar(self) -> _Tok:
+    def take_scalar(self) -> Tok:
         tok = self.peek()
         if tok.kind not in ("word", "num"):
             raise self.error(f"expected a literal value, found {self.desc(tok)}")
         return self.next()
 
-    def dense_array(self, tree, shape: ArrayShape, tok: _Tok) -> np.ndarray:
+    def dense_array(self, tree, shape: ArrayShape, tok: Tok) -> np.ndarray:
         dt = ELEMENT_TYPES[shape.element_type]
         count = math.prod(shape.dims)
-        if isinstance(tree, _Tok) and tree.kind == "str":
+        if isinstance(tree, Tok) and tree.kind == "str":
             return self.hex_blob(tree, dt, shape, count)
         leaves: list = []
         nested = _flatten(tree, leaves)
@@ -882,7 +800,7 @@ class _Parser:
             with np.errstate(over="ignore"):
                 arr[k] = float(text)
 
-    def hex_blob(self, tok: _Tok, dt: np.dtype, shape: ArrayShape, count: int) -> np.ndarray:
+    def hex_blob(self, tok: Tok, dt: np.dtype, shape: ArrayShape, count: int) -> np.ndarray:
         """``dense<"0x...">``: the raw little-endian element bytes (one element: a splat)."""
         hexs = tok.text[1:-1]
         if not re.fullmatch(r"0x(?:[0-9a-fA-F]{2})*", hexs):
@@ -935,22 +853,5 @@ _PRETTY = {
 def parse_stablehlo(text: str | bytes, file: str | None = None) -> HloModule:
     """Parse StableHLO text into the HLO AST; raises :class:`HloParseError` (with line/column)
     on any problem and :class:`UnsupportedOpError` for an op hlotune cannot lower."""
-    if isinstance(text, (bytes, bytearray)):
-        try:
-            text = bytes(text).decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise HloParseError(f"StableHLO text is not UTF-8: {e}", file=file) from None
-    if not isinstance(text, str):
-        raise HloParseError(f"expected StableHLO text (str), got {type(text).__name__}", file=file)
-    parser = None
-    try:
-        parser = _Parser(text.lstrip("\ufeff"), file)
-        return to_hlo_module(parser.parse_module(), parser.error, file)
-    except (HloParseError, UnsupportedOpError):
-        raise
-    except Exception as e:  # a parser bug: still report it as a located parse error
-        log.debug("internal StableHLO parser error", exc_info=True)
-        msg = f"internal parser error ({type(e).__name__}: {e})"
-        if parser is None:
-            raise HloParseError(msg, file=file) from e
-        raise parser.error(msg, parser.peek()) from e
+    return run_parser(_Parser, lambda p: to_hlo_module(p.parse_module(), p.error, file), text, file,
+                      what="StableHLO", logger=log, passthrough=(HloParseError, UnsupportedOpError))
