@@ -65,12 +65,13 @@ def warm_start_configs(db: Database, task: Task, k: int = 4) -> list[dict]:
             if tgt["kind"] != task.target.kind:
                 continue
             for t in db.top_k(key, tgt["key"], k):
+                c = task.template.complete(t.config)
                 try:
-                    space.validate(t.config)
+                    space.validate(c)
                 except ConfigError:
                     continue
-                if t.config not in out:
-                    out.append(t.config)
+                if c not in out:
+                    out.append(c)
     return out[:k]
 
 
@@ -165,10 +166,12 @@ def _tune_task(task, budget, db, tuner_name, seed, batch, measurer, record, res,
     space = task.space
     tuner = get_tuner(tuner_name, space, seed, **options)
     prior = db.measured_configs(task.key, task.target.key)
-    known = [(t.config, None if t.failure else math.log(t.median)) for t in prior.values() if t.config]
+    known = [(task.template.complete(t.config), None if t.failure else math.log(t.median))
+             for t in prior.values() if t.config]
     if known:
         tuner.tell([c for c, _ in known], [y for _, y in known])
-    queue = [c for c in warm_start_configs(db, task) if config_key(c) not in prior]
+    seen = {config_key(c) for c, _ in known}
+    queue = [c for c in warm_start_configs(db, task) if config_key(c) not in seen]
     spent = rejected = 0
     while spent < budget and not tuner.exhausted:
         if rejected > max(256, 16 * budget):

@@ -111,10 +111,13 @@ def _tiled_default(s: Schedule, st: Stage, threads: int) -> bool:
         return False
     data = [v for v in st.op.axis]
     red = list(st.op.reduce_axis)
-    if simd_reducible(st) and _contiguous_in(st, red[-1]) > _contiguous_in(st, data[-1]):
-        return False
+    vec = next((v for v in data[::-1][:2] if _clean_vector_axis(s, st, v)), None)
+    if vec is None:
+        if simd_reducible(st) and _contiguous_in(st, red[-1]) > _contiguous_in(st, data[-1]):
+            return False
+        vec = data[-1]
     t = TEMPLATES[fam]
-    for tensor in _strided_operands(s, st, data[-1]):    # pack them so the vector loop reads rows
+    for tensor in _strided_operands(s, st, vec):    # pack them so the vector loop reads rows
         packed = s.cache_read(tensor, "shared", [st])
         loop_default(s, s.stage(packed), threads)
     space = t.space(st, threads)
@@ -123,8 +126,37 @@ def _tiled_default(s: Schedule, st: Stage, threads: int) -> bool:
         vals = [v for v in space.knob(name).values if v <= want] or list(space.knob(name).values)
         return max(vals)
     c = {"tile_x": pick("tile_x", 4), "tile_y": pick("tile_y", 64), "split_k": 1, "order": "kxy",
-         "cache_write": 1, "unroll_x": 1, "parallel": max(space.knob("parallel").values)}
+         "cache_write": 1, "unroll_x": 1, "parallel": max(space.knob("parallel").values),
+         "vec": "last" if vec is data[-1] else "second"}
     return try_template(s, st, t, c, threads)
+
+
+def _physical_loads(s: Schedule, e):
+    """The loads that reading ``e`` performs once inlined producers are substituted."""
+    p = s.stage_of_op(e.arg.op) if isinstance(e.arg, Tensor) else None
+    if p is None or p.attach != ("inline",):
+        yield e
+        return
+    body = substitute(p.op.body[e.arg.value_index], dict(zip(p.op.axis, e.src)))
+    for x in walk([body]):
+        if x.op is Op.LOAD and isinstance(x.arg, Tensor):
+            yield from _physical_loads(s, x)
+
+
+def _clean_vector_axis(s: Schedule, st: Stage, v) -> bool:
+    """Whether every load of ``st`` that moves with ``v`` (packed views excepted) reads
+    contiguously along it (``v`` only in its last index), and some load does."""
+    packed = _strided_operands(s, st, v)
+    some = False
+    for e in walk(list(st.op.body)):
+        if e.op is not Op.LOAD or not isinstance(e.arg, Tensor) or e.arg in packed:
+            continue
+        for x in _physical_loads(s, e):
+            uses = [any(y.op is Op.VAR and y.arg is v for y in walk([i])) for i in x.src]
+            if any(uses[:-1]):
+                return False
+            some = some or bool(uses and uses[-1])
+    return some
 
 
 def _strided_operands(s: Schedule, st: Stage, v) -> list:

@@ -490,6 +490,40 @@ def test_default_packs_a_transposed_view_read_by_a_dot():
     check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
 
 
+def test_default_vectorizes_the_output_axis_its_operands_run_along():
+    """out[d, s] = sum_k V[k, d] * P[s, k] (attention's second dot): along s, P is strided; along
+    d, V is contiguous and P is constant, so the default tile vectorizes d (vec 'second')."""
+    from hlotune.schedules.fusion import default_schedule
+    V = dsl.placeholder((48, 32), "float32", name="V")
+    P = dsl.placeholder((40, 48), "float32", name="P")
+    k = dsl.reduce_axis(48, name="k")
+    O = dsl.compute((32, 40), lambda d, t: dsl.sum(V[k, d] * P[t, k], axis=k), name="O")
+    s = default_schedule(O, threads=2)
+    vec = [v for _, v, _, kind in loops(s) if kind == "vectorize"]
+    assert "d" in vec and "t" not in vec
+    check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
+
+
+def test_configs_recorded_before_a_knob_existed_still_apply():
+    """Tuning logs from an older hlotune lack knobs added since: they take their old meaning."""
+    from hlotune.schedules.templates.families import TEMPLATES
+    from hlotune.schedules.templates.opencl import opencl_templates
+    C = matmul(48, 40, 24)
+    old = {"tile_x": 4, "tile_y": 8, "split_k": 1, "order": "kxy", "cache_write": 1, "unroll_x": 1, "parallel": 0}
+    runs = []
+    for cfg in (old, {**old, "vec": "last"}):
+        s = hlotune.Schedule(C)
+        TEMPLATES["dot"].apply(s, s.stage(C), cfg)
+        runs.append(s.to_json())
+    assert runs[0] == runs[1]
+    cl_old = {"local_x": 4, "local_y": 8, "tile_x": 2, "tile_y": 2, "split_k": 4, "cache_write": 1, "unroll": 0}
+    t = opencl_templates(256)["dot"]
+    assert t.complete(cl_old) == {**cl_old, "local_mem": 0, "layout": "block", "vector": 0}
+    s = hlotune.Schedule(C)
+    t.apply(s, s.stage(C), cl_old)
+    assert any(getattr(x, "thread", "") == "local.x" for x in s.steps)
+
+
 def test_chain_default_materializes_producer():
     _B, C = exp_chain(64)
     s = hlotune.Schedule(C)

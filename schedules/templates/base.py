@@ -86,6 +86,15 @@ class Template:
 
     family = "generic"
     domains: dict = {}
+    #: knobs added after configs were first recorded, with the value that gives the schedules
+    #: those configs meant: a tuning log from an older hlotune still applies
+    legacy: dict = {}
+
+    def complete(self, config: dict) -> dict:
+        """``config`` with any ``legacy`` knob it lacks set to its old meaning."""
+        if not isinstance(config, dict) or not self.legacy:
+            return config
+        return {**{k: v for k, v in self.legacy.items() if k not in config}, **config}
 
     def check_domain(self, config: dict) -> None:
         """Raise ConfigError unless every knob of ``config`` is known and in its domain."""
@@ -106,6 +115,7 @@ class Template:
 
     def apply(self, s: Schedule, st: Stage, config: dict, threads: int = 1) -> None:
         """Record the steps of ``config`` on stage ``st`` of ``s``."""
+        config = self.complete(config)
         self.space(st, threads).validate(config)
         self.steps(s, st, config, threads)
 

@@ -107,21 +107,24 @@ class Reduction(Template):
 
 class Tiled(Template):
     """Dots and convolutions: an x-by-y output tile accumulated (optionally in a local
-    cache_write buffer) with the reduction loops inside the tile loops, y vectorized."""
+    cache_write buffer) with the reduction loops inside the tile loops, y vectorized. ``vec``
+    picks y: the last output axis, or the second last (then x is the last), for outputs whose
+    operands run contiguously along that one (``v[b, k, h, d]`` with ``d`` second last)."""
 
     family = "dot"
     domains = {"tile_x": is_pow2, "tile_y": is_pow2, "split_k": is_pow2, "order": lambda v: v in ("kxy", "xky"),
-               "cache_write": _flag, "unroll_x": _flag, "parallel": _flag}
+               "cache_write": _flag, "unroll_x": _flag, "parallel": _flag, "vec": lambda v: v in ("last", "second")}
+    legacy = {"vec": "last"}
 
     def knobs(self, st, threads):
         d, r = _data(st), _red(st)
-        x = d[-2].extent if len(d) >= 2 else 1
-        y = d[-1].extent
+        vecs = ("last", "second") if len(d) >= 2 else ("last",)
         k = max(v.extent for v in r)
-        return [Knob("tile_x", pow2_upto(x, 1, 32)), Knob("tile_y", pow2_upto(y, min(8, y), 256)),
+        return [Knob("tile_x", pow2_upto(d[-2].extent if len(d) >= 2 else 1, 1, 32)),
+                Knob("tile_y", pow2_upto(d[-1].extent, min(8, d[-1].extent), 256)),
                 Knob("split_k", (1,) + tuple(v for v in pow2_upto(k, 4, 64) if v < k)),
                 Knob("order", ("kxy", "xky")), Knob("cache_write", (1, 0)), Knob("unroll_x", (1, 0)),
-                Knob("parallel", (1, 0) if threads > 1 else (0,))]
+                Knob("parallel", (1, 0) if threads > 1 else (0,)), Knob("vec", vecs)]
 
     def steps(self, s, st, c, threads):
         check(st.op.num_outputs == 1, f"tiled: stage '{st.name}' has several outputs")
@@ -130,6 +133,8 @@ class Tiled(Template):
         check(body <= 128, f"tiled: unrolled body of {body} tile rows x k steps is too large to compile "
               "(tile_x with unroll_x, times split_k with order xky, must be <= 128)")
         d = _data(st)
+        if c["vec"] == "second":
+            d = d[:-2] + [d[-1], d[-2]]
         out = st.op.output(0)
         cc = s.cache_write(out, "local") if c["cache_write"] else None
         if len(d) >= 2:
@@ -144,6 +149,8 @@ class Tiled(Template):
             s.compute_at(cc, outer[-1])
             s.vectorize(yi)
             cd, cr = _data(inner_stage), _red(inner_stage)
+            if c["vec"] == "second":
+                cd = cd[:-2] + [cd[-1], cd[-2]]
             cx = cd[-2] if len(cd) >= 2 else None
             cy = cd[-1]
             lead = list(cd[:-2]) if len(cd) >= 2 else []

@@ -106,6 +106,7 @@ class _CLTemplate(Template):
 class ElementwiseCL(_CLTemplate):
     family = "elementwise"
     preferred = {"local": 128, "per_item": 4, "layout": "stride", "vector": 0}
+    legacy = {"vector": 0}
     domains = {"local": is_pow2, "per_item": is_pow2, "layout": lambda v: v in ("chunk", "stride"),
                "vector": _flag}
 
@@ -148,6 +149,7 @@ class ReductionCL(_CLTemplate):
     domains = {"local": is_pow2, "per_item": is_pow2, "split_k": is_pow2, "unroll_k": _flag,
                "order": lambda v: v in ("inner", "outer"), "local_k": is_pow2}
     preferred = {"local": 64, "per_item": 1, "split_k": 1, "unroll_k": 0, "order": "inner", "local_k": 1}
+    legacy = {"local_k": 1}
 
     def knobs(self, st, threads):
         n = _n_data(st)
@@ -211,6 +213,7 @@ class TiledCL(_CLTemplate):
     #: measured on a CPU device and the usual GPU shape: 8 x 16 work-items, 4 x 4 strided outputs each
     preferred = {"local_x": 8, "local_y": 16, "tile_x": 4, "tile_y": 4, "split_k": 1, "cache_write": 0,
                  "unroll": 1, "local_mem": 0, "layout": "stride", "vector": 0}
+    legacy = {"local_mem": 0, "layout": "block", "vector": 0}
     domains = {"local_x": is_pow2, "local_y": is_pow2, "tile_x": is_pow2, "tile_y": is_pow2, "split_k": is_pow2,
                "cache_write": _flag, "unroll": _flag, "local_mem": _flag,
                "layout": lambda v: v in ("block", "stride"), "vector": _flag}
