@@ -33,7 +33,8 @@ def _cost(st: Stage) -> tuple[int, int]:
     n = e = 0
     for x in walk(st.op.body):
         n += 1
-        e += x.op in _EXPENSIVE
+        # rounding to a 16-bit float is a dozen integer ops per element, not one instruction
+        e += x.op in _EXPENSIVE or (x.op is Op.CAST and x.dtype.is_float and x.dtype.bits == 16)
     return n, e
 
 

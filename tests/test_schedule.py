@@ -524,6 +524,21 @@ def test_configs_recorded_before_a_knob_existed_still_apply():
     assert any(getattr(x, "thread", "") == "local.x" for x in s.steps)
 
 
+def test_default_materializes_a_16bit_rounding_that_a_dot_rereads():
+    """Rounding to bf16 costs a dozen integer ops: a dot re-reading each element 40 times gets
+    the rounded operand once, in memory, instead of re-rounding it inside its loops."""
+    from hlotune.schedules.fusion import default_schedule
+    X = dsl.placeholder((64, 32), "float32", name="X")
+    W = dsl.placeholder((32, 40), "bfloat16", name="W")
+    Xb = dsl.compute((64, 32), lambda i, r: dsl.cast(X[i, r], "bfloat16"), name="Xb")
+    k = dsl.reduce_axis(32, name="k")
+    C = dsl.compute((64, 40), lambda i, j: dsl.sum(dsl.cast(Xb[i, k], "float32") * dsl.cast(W[k, j], "float32"),
+                                                   axis=k), name="C")
+    s = default_schedule(C, threads=2)
+    assert s.stage("Xb").attach == ("root",)
+    check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
+
+
 def test_chain_default_materializes_producer():
     _B, C = exp_chain(64)
     s = hlotune.Schedule(C)
