@@ -112,14 +112,17 @@ def _tiled_default(s: Schedule, st: Stage, threads: int) -> bool:
         return False
     data = [v for v in st.op.axis]
     red = list(st.op.reduce_axis)
-    vec = next((v for v in data[::-1][:2] if _clean_vector_axis(s, st, v)), None)
-    if vec is None:
+    plans = [(v, _vector_plan(s, st, v)) for v in data[::-1][:2]]
+    plans = [(v, p) for v, p in plans if p is not None]
+    if plans:    # the output axis whose operands need the fewest transposed packs
+        vec, packs = min(plans, key=lambda vp: sum(lay is not None for _, lay in vp[1]))
+    else:
         if simd_reducible(st) and _contiguous_in(st, red[-1]) > _contiguous_in(st, data[-1]):
             return False
-        vec = data[-1]
+        vec, packs = data[-1], []
     t = TEMPLATES[fam]
-    for tensor in _strided_operands(s, st, vec):    # pack them so the vector loop reads rows
-        packed = s.cache_read(tensor, "shared", [st])
+    for tensor, layout in packs:    # packed once, so that the vector loop reads rows
+        packed = s.cache_read(tensor, "shared", [st], layout)
         loop_default(s, s.stage(packed), threads)
     space = t.space(st, threads)
 
@@ -144,45 +147,38 @@ def _physical_loads(s: Schedule, e):
             yield from _physical_loads(s, x)
 
 
-def _clean_vector_axis(s: Schedule, st: Stage, v) -> bool:
-    """Whether every load of ``st`` that moves with ``v`` (packed views excepted) reads
-    contiguously along it (``v`` only in its last index), and some load does."""
-    packed = _strided_operands(s, st, v)
-    some = False
+def _uses(index, v) -> list[bool]:
+    return [any(y.op is Op.VAR and y.arg is v for y in walk([i])) for i in index]
+
+
+def _vector_plan(s: Schedule, st: Stage, v, min_reuse: int = 4) -> list | None:
+    """Packs that make every load of ``st`` run contiguously along ``v`` (``v`` only in the
+    last index of each physical load that uses it): ``[(tensor, layout)]`` to ``cache_read`` at
+    root, ``layout`` None for an inlined view read along its last axis (materialized as it is
+    indexed, ``kt[r, j]`` for ``k[j, r]``), else the permutation moving the axis ``v`` indexes
+    last. Only tensors read at least ``min_reuse`` times each are packed. None when no such
+    packs exist or no load uses ``v``."""
+    extents = {x: x.extent for x in st.op.axis + st.op.reduce_axis}
+    packs, some = [], False
     for e in walk(list(st.op.body)):
-        if e.op is not Op.LOAD or not isinstance(e.arg, Tensor) or e.arg in packed:
+        if e.op is not Op.LOAD or not isinstance(e.arg, Tensor) or any(e.arg is t for t, _ in packs):
             continue
-        for x in _physical_loads(s, e):
-            uses = [any(y.op is Op.VAR and y.arg is v for y in walk([i])) for i in x.src]
-            if any(uses[:-1]):
-                return False
-            some = some or bool(uses and uses[-1])
-    return some
-
-
-def _strided_operands(s: Schedule, st: Stage, v) -> list:
-    """Inlined views that ``st`` reads along their last axis ``v`` but whose data runs another way:
-    once the producers are substituted (a transpose read as ``kt[r, j]`` is ``k[j, r]``), ``v`` is
-    in some index of the physical load but not in its last one. Materialized in their logical
-    layout (``cache_read`` at root) they are read contiguously along ``v``."""
-    def inlined(t):
-        p = s.stage_of_op(t.op)
-        return p if p is not None and p.attach == ("inline",) else None
-
-    def strided(e) -> bool:
-        p = inlined(e.arg)
-        if p is not None:
-            body = substitute(p.op.body[e.arg.value_index], dict(zip(p.op.axis, e.src)))
-            return any(strided(x) for x in walk([body]) if x.op is Op.LOAD and isinstance(x.arg, Tensor))
-        uses = [any(x.op is Op.VAR and x.arg is v for x in walk([i])) for i in e.src]
-        return any(uses) and not uses[-1]
-
-    out = []
-    for e in walk(list(st.op.body)):
-        if (e.op is Op.LOAD and isinstance(e.arg, Tensor) and e.arg not in out and inlined(e.arg) is not None
-                and e.src and any(x.op is Op.VAR and x.arg is v for x in walk([e.src[-1]])) and strided(e)):
-            out.append(e.arg)     # read along its last axis, but a view whose data runs another way
-    return out
+        phys = [_uses(x.src, v) for x in _physical_loads(s, e)]
+        if all(not any(u[:-1]) for u in phys):
+            some = some or any(u and u[-1] for u in phys)
+            continue
+        at = [k for k, u in enumerate(_uses(e.src, v)) if u]
+        used = {y.arg for y in walk(list(e.src)) if y.op is Op.VAR}
+        reuse = 1
+        for x, n in extents.items():
+            reuse *= 1 if x in used else n
+        if len(at) != 1 or reuse < min_reuse:
+            return None
+        n = len(e.src)
+        layout = None if at[0] == n - 1 else tuple(k for k in range(n) if k != at[0]) + (at[0],)
+        packs.append((e.arg, layout))
+        some = True
+    return packs if some else None
 
 
 def try_template(s: Schedule, st: Stage, t, config: dict, threads: int = 1) -> bool:

@@ -245,7 +245,7 @@ class Schedule:
         """Substitute ``tensor``'s definition into its readers (no buffer, no loop nest)."""
         self.apply(ComputeInline(self.stage(tensor).name))
 
-    def cache_read(self, tensor, scope: str = "shared", readers=None) -> Tensor:
+    def cache_read(self, tensor, scope: str = "shared", readers=None, layout=None) -> Tensor:
         """Copy ``tensor`` (an input or a stage) into a new stage ``<name>.<scope>`` that
         ``readers`` (default: every stage reading it) load instead: ``cache[i] = tensor[i]``.
 
@@ -254,6 +254,8 @@ class Schedule:
         work-group reads there (loops bound to ``local.*`` range over the group), filled
         cooperatively by binding its own loops to ``local.*``, with barriers around the fill.
         Without binds (the cpu target) it is a packed per-iteration copy of that region.
+        ``layout`` (a permutation of the dimensions) stores the copy transposed: its dimension
+        ``d`` is the tensor's dimension ``layout[d]`` (a packed ``K^T`` for a dot reading ``K``).
         """
         if isinstance(tensor, Tensor):
             name = self._tensor_name(tensor)
@@ -264,7 +266,7 @@ class Schedule:
                        if st.attach != ("inline",) and _reads(self, st.op, self._tensor_named(name)))
         else:
             rs = tuple(self.stage(r).name for r in readers)
-        return self.apply(CacheRead(name, scope, rs))
+        return self.apply(CacheRead(name, scope, rs, None if layout is None else tuple(int(x) for x in layout)))
 
     def _tensor_name(self, t: Tensor) -> str:
         for x, nm in zip(self.graph.inputs, self.graph.input_names):
@@ -423,8 +425,15 @@ def _cache_read(s: Schedule, step: CacheRead) -> Tensor:
     for r in readers:
         check(r.attach != ("inline",), f"cache_read: reader '{r.name}' is inlined")
         check(_reads(s, r.op, t), f"cache_read: stage '{r.name}' does not read '{step.stage}'")
-    axes = tuple(IterVar(f"ax{d}", n, "data") for d, n in enumerate(t.shape))
-    cache_op = ComputeOp(f"{step.stage}.{step.scope}", axes, (), (t[axes],), "cache_read")
+    n = len(t.shape)
+    perm = tuple(range(n)) if step.layout is None else tuple(step.layout)
+    check(sorted(perm) == list(range(n)), f"cache_read: layout {list(perm)} of '{step.stage}' is not a "
+          f"permutation of its {n} dimensions")
+    axes = tuple(IterVar(f"ax{p}", t.shape[p], "data") for p in perm)
+    src = [None] * n
+    for d, p in enumerate(perm):
+        src[p] = axes[d]
+    cache_op = ComputeOp(f"{step.stage}.{step.scope}", axes, (), (t[tuple(src)],), "cache_read")
     cache_t = cache_op.output(0)
     check(cache_op.name not in s.stages, f"cache_read: stage '{cache_op.name}' exists already")
     first = min(readers, key=lambda r: list(s.stages).index(r.name))
@@ -433,7 +442,7 @@ def _cache_read(s: Schedule, step: CacheRead) -> Tensor:
     def load_fn(e, idx):
         a = e.arg
         if isinstance(a, Tensor) and _same(s, a, t):
-            return cache_t[idx]
+            return cache_t[tuple(idx[p] for p in perm)]
         return None
 
     for r in readers:

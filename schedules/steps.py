@@ -6,7 +6,7 @@ Each step's meaning (index invariants) is documented on the ``Schedule`` method 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import MISSING, asdict, dataclass, fields
 
 from ..dsl.errors import ScheduleError
 
@@ -74,10 +74,12 @@ class CacheWrite:
 @dataclass(frozen=True)
 class CacheRead:
     """Copy tensor ``stage`` (a stage or input name) into a new stage ``<stage>.<scope>`` that
-    the ``readers`` stages load instead."""
+    the ``readers`` stages load instead; with ``layout`` (a permutation) the copy's dimension
+    ``d`` is the tensor's dimension ``layout[d]``."""
     stage: str
     scope: str
     readers: tuple[str, ...]
+    layout: tuple[int, ...] | None = None
 
 
 STEP_TYPES = {c.__name__: c for c in (Split, Reorder, Fuse, Annotate, Bind, ComputeAt,
@@ -98,7 +100,7 @@ def step_from_json(d: dict):
     cls = STEP_TYPES[d["step"]]
     names = {f.name for f in fields(cls)}
     extra = set(d) - names - {"step"}
-    missing = names - set(d)
+    missing = {f.name for f in fields(cls) if f.default is MISSING} - set(d)
     if extra or missing:
         raise ScheduleError(f"step {d['step']}: unexpected fields {sorted(extra)}, missing {sorted(missing)}")
     kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k != "step"}

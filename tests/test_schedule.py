@@ -539,6 +539,34 @@ def test_default_materializes_a_16bit_rounding_that_a_dot_rereads():
     check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
 
 
+def test_cache_read_with_a_layout_stores_the_copy_transposed():
+    C = matmul(48, 40, 24)
+    s = hlotune.Schedule(C)
+    BT = s.cache_read("B", "shared", layout=(1, 0))
+    assert BT.shape == (40, 24) and allocs(s)["B.shared"] == ("float32", [40, 24], "local")
+    assert "B.shared[j, k]" in str(s.lower())
+    check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
+    s2 = hlotune.Schedule.from_json(matmul(48, 40, 24), s.to_json())
+    assert str(s2.lower()) == str(s.lower())
+    old = [{"step": "CacheRead", "stage": "A", "scope": "shared", "readers": ["C"]}]   # logged before layout
+    assert "A.shared" in hlotune.Schedule.from_json(matmul(48, 40, 24), json.dumps(old)).stages
+    with pytest.raises(ScheduleError, match="not a permutation"):
+        hlotune.Schedule(C).cache_read("A", "shared", layout=(0, 0))
+
+
+def test_default_packs_an_operand_transposed_so_the_vector_loop_reads_rows():
+    """S[h, i, j] = sum_d Q[i, h, d] * K[j, h, d] (attention's first dot, heads in the middle):
+    along j, K is strided; K is packed once as K'[h, d, j] and the tile reads rows of it."""
+    from hlotune.schedules.fusion import default_schedule
+    Q = dsl.placeholder((32, 4, 16), "float32", name="Q")
+    K = dsl.placeholder((40, 4, 16), "float32", name="K")
+    d = dsl.reduce_axis(16, name="d")
+    S = dsl.compute((4, 32, 40), lambda h, i, j: dsl.sum(Q[i, h, d] * K[j, h, d], axis=d), name="S")
+    s = default_schedule(S, threads=2)
+    assert allocs(s)["K.shared"] == ("float32", [4, 16, 40], "local")
+    check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
+
+
 def test_chain_default_materializes_producer():
     _B, C = exp_chain(64)
     s = hlotune.Schedule(C)
