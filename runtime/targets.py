@@ -75,5 +75,7 @@ def get_target(spec) -> Target:
         from .opencl import opencl_target
         return opencl_target(str(spec).strip())
     if name.split(":")[0] == "cuda":
-        raise TargetError(f"target '{spec}' is not available in this build of hlotune yet; use 'cpu' or 'opencl'")
+        raise TargetError(f"target '{spec}': hlotune generates CUDA kernels (hlotune.runtime.codegen.cuda: "
+                          "render_cuda, compile_cuda with nvcc) but cannot run them yet (no CUDA runtime); "
+                          "use 'cpu' or 'opencl'")
     raise TargetError(f"unknown target '{spec}'; expected 'cpu', 'opencl[:P:D]' or 'cuda[:N]'")

@@ -51,9 +51,9 @@ def float_helpers(ty: HelperTypes) -> list[str]:
   {t} mod = fmod{f}(a, b); {t} div = (a - mod) / b;
   if (mod != 0 && ((b < 0) != (mod < 0))) div -= 1;
   if (div != 0) {{ {t} fl = floor{f}(div); return (div - fl > 0.5) ? fl + 1 : fl; }}
-  return copysign{f}(0, a / b);
+  return copysign{f}(({t})0, a / b);
 }}
-{ty.inline} {t} hl_floormod_{s}({t} a, {t} b) {{ {t} r = fmod{f}(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : (r == 0 ? copysign{f}(0, b) : r); }}
+{ty.inline} {t} hl_floormod_{s}({t} a, {t} b) {{ {t} r = fmod{f}(a, b); return (r != 0 && ((r < 0) != (b < 0))) ? r + b : (r == 0 ? copysign{f}(({t})0, b) : r); }}
 """)
     return out
 

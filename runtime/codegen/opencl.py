@@ -252,6 +252,9 @@ class OpenCLRenderer(CStyleRenderer):
     max_private_bytes = 16384
 
     barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
+    index_type = "long"              # loop and id variables
+    shared_qualifier = "__local "
+    vector_types = True              # vloadN/vstoreN for contiguous 'vectorize' loops
 
     def __init__(self, fp16: bool = False, fp64: bool = True, max_work_group_size: int | None = None,
                  max_work_item_sizes: tuple | None = None, local_mem_size: int | None = None,
@@ -304,7 +307,7 @@ class OpenCLRenderer(CStyleRenderer):
                 body = self.stmt(s.body, depth + 1)
             else:
                 body = [f"{pad}  if ({v} < {self.expr(s.extent)}) {{", *self._diverging(s.body, depth + 2), pad + "  }"]
-            return [pad + "{", f"{pad}  long {v} = {idx};", *body, pad + "}"]
+            return [pad + "{", f"{pad}  {self.index_type} {v} = {idx};", *body, pad + "}"]
         if isinstance(s, If):
             return [f"{pad}if ({self.expr(s.cond)}) {{", *self._diverging(s.then, depth + 1), pad + "}"]
         if isinstance(s, Barrier) and self._divergent:
@@ -314,7 +317,7 @@ class OpenCLRenderer(CStyleRenderer):
         if isinstance(s, Allocate) and s.buffer.scope == "shared":
             self._shared.append(s.buffer)
             return self.stmt(s.body, depth)
-        if isinstance(s, For) and s.kind == "vectorize":
+        if isinstance(s, For) and s.kind == "vectorize" and self.vector_types:
             vec = render_vector_loop(self, s, pad)
             if vec is not None:
                 return vec
@@ -330,9 +333,30 @@ class OpenCLRenderer(CStyleRenderer):
                 self._item_scratch.append(sc)
                 t = self.ctype(b.dtype, storage=True)
                 n, base = self.name(b, b.name), self.name(sc, b.name + "_scratch")
-                return [pad + "{", f"{pad}  __global {t}* restrict {n} = {base} + hl_wid * {b.size};",
+                return [pad + "{", f"{pad}  {self.global_ptr(t, n)} = {base} + hl_wid * {b.size};",
                         *self.stmt(s.body, depth + 1), pad + "}"]
         return super().stmt(s, depth)
+
+    # ------------------------------------------------------------------ dialect strings
+    def thread_id(self, kind: str, d: int) -> str:
+        """The work-group (``kind`` 'group') or work-item ('local') index in dimension ``d``."""
+        return f"(long)get_{kind}_id({d})"
+
+    def global_id(self, d: int) -> str:
+        return f"(long)get_global_id({d})"
+
+    def global_ptr(self, t: str, name: str) -> str:
+        return f"__global {t}* restrict {name}"
+
+    def gid_guard(self, total: int) -> list[str]:
+        """Lines ending the work-items past ``total`` (OpenCL launches exactly ``total``)."""
+        return []
+
+    def kernel_head(self, name: str, params: list[str], lsize) -> str:
+        attr = ""
+        if lsize is not None:     # lets the compiler size barriers and vectorize for the known shape
+            attr = f"__attribute__((reqd_work_group_size({', '.join(map(str, (*lsize, 1, 1, 1)[:3]))}))) "
+        return f"__kernel {attr}void {name}({', '.join(params)}) {{"
 
     def _diverging(self, s: Stmt, depth: int) -> list[str]:
         self._divergent += 1
@@ -353,7 +377,7 @@ class OpenCLRenderer(CStyleRenderer):
         if self.local_mem_size and total > self.local_mem_size:
             raise ScheduleError(f"cache_read 'local': buffers {names} need {total} bytes of local memory, more than "
                                 f"{self.device}'s local memory size {self.local_mem_size}")
-        return [f"  __local {self.ctype(b.dtype, True)} {self.name(b, b.name)}[{max(b.size, 1)}];"
+        return [f"  {self.shared_qualifier}{self.ctype(b.dtype, True)} {self.name(b, b.name)}[{max(b.size, 1)}];"
                 for b in self._shared]
 
     # ------------------------------------------------------------------ kernels
@@ -372,7 +396,7 @@ class OpenCLRenderer(CStyleRenderer):
         for f, kind, d in loops:
             size[kind][d] = max(size[kind][d], _static_extent(f.extent))
         for f, kind, d in loops:
-            self._mapped[id(f)] = (f"(long)get_{kind}_id({d})", size[kind][d])
+            self._mapped[id(f)] = (self.thread_id(kind, d), size[kind][d])
         need = {(k, d) for _, k, d in loops}
         ndim = 1 + max(d for _, _, d in loops)
         local = tuple(size["local"][:ndim])
@@ -385,9 +409,9 @@ class OpenCLRenderer(CStyleRenderer):
                                     f"work-item size {m} in that dimension")
         _check_bound_stores(root, need)
         gsize = tuple(g * n for g, n in zip(size["group"][:ndim], local))
-        wid = "(long)get_global_id(0)"
+        wid = self.global_id(0)
         for d in range(1, ndim):
-            wid = f"{wid} + {math.prod(gsize[:d])}L * (long)get_global_id({d})"
+            wid = f"{wid} + {math.prod(gsize[:d])}{self.ll_suffix} * {self.global_id(d)}"
         return gsize, local, wid
 
     def _kernel(self, fn: LoweredFunc, name: str, kind: str, stmts: list[Stmt],
@@ -402,27 +426,25 @@ class OpenCLRenderer(CStyleRenderer):
         body = [ln for s in stmts for ln in self.stmt(s, 1)]
         head = self._declare_shared(kind)
         if kind == "gid":
-            head.append("  long hl_gid = (long)get_global_id(0);")
+            head.append(f"  {self.index_type} hl_gid = {self.global_id(0)};")
+            head += self.gid_guard(math.prod(gsize))
         if self._item_scratch:
-            head.append(f"  long hl_wid = {wid};")
+            head.append(f"  {self.index_type} hl_wid = {wid};")
         used = _buffers(stmts)
         args = [b for b in fn.args if id(b) in used] + [sc for k, sc in shared.items() if k in used]
         params = []
         for a in args:
             b = a if isinstance(a, Buffer) else a.buffer
             const = "const " if isinstance(a, Buffer) and fn.args.index(a) < fn.num_inputs else ""
-            params.append(f"__global {const}{self.ctype(b.dtype, True)}* restrict {self.name(b, b.name)}")
+            params.append(self.global_ptr(const + self.ctype(b.dtype, True), self.name(b, b.name)))
         for sc in self._item_scratch:
-            params.append(f"__global {self.ctype(sc.buffer.dtype, True)}* restrict {self.name(sc, sc.buffer.name + '_scratch')}")
+            params.append(self.global_ptr(self.ctype(sc.buffer.dtype, True), self.name(sc, sc.buffer.name + "_scratch")))
         args += self._item_scratch
         if self.max_parameter_size and 8 * len(params) > self.max_parameter_size:
             raise ScheduleError(f"kernel '{name}' takes {len(params)} buffer arguments ({8 * len(params)} bytes), more "
                                 f"than {self.device}'s maximum parameter size {self.max_parameter_size}; split the "
                                 "module segment (fewer fused inputs and outputs per kernel)")
-        attr = ""
-        if lsize is not None:     # lets the compiler size barriers and vectorize for the known shape
-            attr = f"__attribute__((reqd_work_group_size({', '.join(map(str, (*lsize, 1, 1, 1)[:3]))}))) "
-        src = "\n".join([f"__kernel {attr}void {name}({', '.join(params)}) {{", *head, *body, "}", ""])
+        src = "\n".join([self.kernel_head(name, params, lsize), *head, *body, "}", ""])
         return src, Launch(name, tuple(args), gsize, lsize)
 
     def program(self, fn: LoweredFunc) -> Program:

@@ -240,7 +240,7 @@ def classify(st: Stage) -> str:
 def templates_for(target=None) -> dict:
     """The templates by family for ``target`` (a Target or a kind such as 'cpu'/'opencl')."""
     kind = getattr(target, "kind", target) or "cpu"
-    if kind == "opencl":
+    if kind in ("opencl", "cuda"):     # the same work-group mappings (group.* = blockIdx.*)
         from .opencl import MAX_LOCAL, opencl_templates
         return opencl_templates(getattr(target, "max_work_group_size", 0) or MAX_LOCAL)
     return TEMPLATES
