@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 from hlotune.dsl.reference import evaluate
@@ -135,3 +137,26 @@ def run_module_file(hlo_path, npz_path, target="cpu"):
     outs = as_tuple(outs)
     assert len(outs) == len([f for f in z.files if f.startswith("out")])
     return check_outputs(outs, npz_path)
+
+
+def mutate_token(text: str, data, token_re: str, replacements: list[str], kinds=("number", "delete", "duplicate",
+                                                                               "replace")) -> str:
+    """``text`` with one token (``token_re``) changed by hypothesis ``data``: a number put in, the
+    token deleted or duplicated, one of ``replacements`` put in its place, or (``truncate``) the
+    text cut short there."""
+    from hypothesis import strategies as st
+    tokens = list(re.finditer(token_re, text))
+    tok = tokens[data.draw(st.integers(0, len(tokens) - 1))]
+    kind = data.draw(st.sampled_from(list(kinds)))
+    a, b = tok.span()
+    if kind == "number":
+        new = str(data.draw(st.integers(0, 70)))
+    elif kind == "delete":
+        new = ""
+    elif kind == "duplicate":
+        new = tok.group() + " " + tok.group()
+    elif kind == "replace":
+        new = data.draw(st.sampled_from(replacements))
+    else:
+        b, new = len(text), ""
+    return text[:a] + new + text[b:]

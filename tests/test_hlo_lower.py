@@ -17,6 +17,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from _checks import mutate_token
 from hlotune.dsl.errors import UnsupportedOpError
 from hlotune.dsl.hlo.lower import HANDLERS, lower_module
 from hlotune.dsl.hlo.parser import load_hlo_file, parse_hlo
@@ -610,25 +611,12 @@ _SMALL = ["softmax", "int32_arith", "concat_slice_pad", "reductions", "dynamic_s
 def test_mutated_modules_parse_and_lower_or_raise_located_errors(name, opt, data):
     """Mutated corpus texts (a number changed, a token deleted or duplicated, an opcode swapped)
     either lower or raise HloParseError/UnsupportedOpError: never anything else."""
-    import re
-
     from hlotune.dsl.errors import HloParseError, UnsupportedOpError
     from hlotune.dsl.hlo.lower import lower_module
     from hlotune.dsl.hlo.parser import parse_hlo
     text = (DATA / f"{name}{'.opt.hlo' if opt else '.hlo'}").read_text()
-    tokens = list(re.finditer(r"[A-Za-z_][\w.-]*|\d+|[^\s\w]", text))
-    tok = tokens[data.draw(st.integers(0, len(tokens) - 1))]
-    kind = data.draw(st.sampled_from(["number", "delete", "duplicate", "opcode"]))
-    a, b = tok.span()
-    if kind == "number":
-        new = str(data.draw(st.integers(0, 70)))
-    elif kind == "delete":
-        new = ""
-    elif kind == "duplicate":
-        new = tok.group() + " " + tok.group()
-    else:
-        new = data.draw(st.sampled_from(["add", "dot", "reduce", "transpose", "broadcast", "slice", "tanh"]))
-    mutated = text[:a] + new + text[b:]
+    mutated = mutate_token(text, data, r"[A-Za-z_][\w.-]*|\d+|[^\s\w]",
+                           ["add", "dot", "reduce", "transpose", "broadcast", "slice", "tanh"])
     try:
         lower_module(parse_hlo(mutated, file="m.hlo"))
     except (HloParseError, UnsupportedOpError) as e:

@@ -30,7 +30,7 @@ import hlotune
 from hlotune.cli import main
 
 sys.path.insert(0, str(Path(__file__).parent))
-from _checks import run_module_file
+from _checks import mutate_token, run_module_file
 
 DATA = Path(__file__).parent / "data" / "hlo"
 USER = Path(__file__).parent / "data" / "jax_user"
@@ -490,26 +490,11 @@ _SMALL = ["softmax", "int32_arith", "concat_slice_pad", "reductions", "dynamic_s
 def test_mutated_stablehlo_parses_and_lowers_or_raises_located_errors(name, data):
     """A number changed, a token deleted or duplicated, an op swapped, or the text cut short:
     the result lowers or raises HloParseError/UnsupportedOpError, never anything else."""
-    import re
     text = (DATA / f"{name}{SUFFIX}").read_text()
-    tokens = list(re.finditer(r"%[\w#]+|[A-Za-z_][\w.-]*|\d+|[^\s\w]", text))
-    tok = tokens[data.draw(st.integers(0, len(tokens) - 1))]
-    kind = data.draw(st.sampled_from(["number", "delete", "duplicate", "op", "truncate"]))
-    a, b = tok.span()
-    if kind == "number":
-        new = str(data.draw(st.integers(0, 70)))
-    elif kind == "delete":
-        new = ""
-    elif kind == "duplicate":
-        new = tok.group() + " " + tok.group()
-    elif kind == "op":
-        new = data.draw(st.sampled_from(["stablehlo.add", "stablehlo.dot_general", "stablehlo.reduce",
-                                         "stablehlo.transpose", "stablehlo.while", "stablehlo.slice",
-                                         "stablehlo.tanh", "func.call", "stablehlo.return"]))
-    else:
-        b = len(text)
-        new = ""
-    mutated = text[:a] + new + text[b:]
+    mutated = mutate_token(text, data, r"%[\w#]+|[A-Za-z_][\w.-]*|\d+|[^\s\w]",
+                           ["stablehlo.add", "stablehlo.dot_general", "stablehlo.reduce", "stablehlo.transpose",
+                            "stablehlo.while", "stablehlo.slice", "stablehlo.tanh", "func.call", "stablehlo.return"],
+                           ("number", "delete", "duplicate", "replace", "truncate"))
     try:
         lower_module(parse_module_text(mutated, file="m.mlir"))
     except HloParseError as e:

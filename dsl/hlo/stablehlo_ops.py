@@ -227,37 +227,46 @@ def _broadcast(cv, comp, op):
     return cv.emit(comp, op, "broadcast", {"dimensions": tuple(range(len(sizes), out.rank))})
 
 
-@_op("stablehlo.transpose", hlo="transpose")
-def _transpose(cv, comp, op):
-    return cv.emit(comp, op, "transpose", {"dimensions": _ints(cv, op, "permutation")})
-
-
-@_op("stablehlo.reverse", hlo="reverse")
-def _reverse(cv, comp, op):
-    return cv.emit(comp, op, "reverse", {"dimensions": _ints(cv, op, "dimensions")})
+def _per_dim(cv, op, what: str, first: str, second: str, third: str, fill: int) -> tuple:
+    """``((a0, b0, c0), ...)`` from three per-dimension lists (the third defaults to ``fill``)."""
+    a, b = _ints(cv, op, first), _ints(cv, op, second)
+    c = _ints(cv, op, third, (fill,) * len(a))
+    if not len(a) == len(b) == len(c):
+        raise cv.error(f"{what} lists differ in length", op.tok)
+    return tuple(zip(a, b, c))
 
 
 @_op("stablehlo.slice", hlo="slice")
 def _slice(cv, comp, op):
-    start, limit = _ints(cv, op, "start_indices"), _ints(cv, op, "limit_indices")
-    strides = _ints(cv, op, "strides", (1,) * len(start))
-    if not len(start) == len(limit) == len(strides):
-        raise cv.error("slice start, limit and stride lists differ in length", op.tok)
-    return cv.emit(comp, op, "slice", {"slice": tuple(zip(start, limit, strides))})
+    dims = _per_dim(cv, op, "slice start, limit and stride", "start_indices", "limit_indices", "strides", 1)
+    return cv.emit(comp, op, "slice", {"slice": dims})
 
 
 @_op("stablehlo.pad", hlo="pad")
 def _pad(cv, comp, op):
-    lo, hi = _ints(cv, op, "edge_padding_low"), _ints(cv, op, "edge_padding_high")
-    interior = _ints(cv, op, "interior_padding", (0,) * len(lo))
-    if not len(lo) == len(hi) == len(interior):
-        raise cv.error("pad low, high and interior lists differ in length", op.tok)
-    return cv.emit(comp, op, "pad", {"padding": tuple(zip(lo, hi, interior))})
+    dims = _per_dim(cv, op, "pad low, high and interior", "edge_padding_low", "edge_padding_high",
+                    "interior_padding", 0)
+    return cv.emit(comp, op, "pad", {"padding": dims})
 
 
-@_op("stablehlo.concatenate", hlo="concatenate")
-def _concatenate(cv, comp, op):
-    return cv.emit(comp, op, "concatenate", {"dimensions": (_int(cv, op, "dimension"),)})
+#: ops that rename one integer-list attribute: StableHLO name -> (HLO opcode, HLO attribute,
+#: StableHLO attribute, whether it is a single integer wrapped into a one-element tuple)
+_RENAMED = {
+    "stablehlo.transpose": ("transpose", "dimensions", "permutation", False),
+    "stablehlo.reverse": ("reverse", "dimensions", "dimensions", False),
+    "stablehlo.concatenate": ("concatenate", "dimensions", "dimension", True),
+    "stablehlo.dynamic_slice": ("dynamic-slice", "dynamic_slice_sizes", "slice_sizes", False),
+    "stablehlo.get_dimension_size": ("get-dimension-size", "dimensions", "dimension", True),
+}
+
+
+def _renamed(cv, comp, op):
+    hlo, key, attr, single = _RENAMED[op.name]
+    return cv.emit(comp, op, hlo, {key: (_int(cv, op, attr),) if single else _ints(cv, op, attr)})
+
+
+for _name, (_hlo, *_) in _RENAMED.items():
+    _op(_name, hlo=_hlo)(_renamed)
 
 
 @_op("stablehlo.iota", hlo="iota")
@@ -265,19 +274,9 @@ def _iota(cv, comp, op):
     return cv.emit(comp, op, "iota", {"iota_dimension": _int(cv, op, "iota_dimension")})
 
 
-@_op("stablehlo.dynamic_slice", hlo="dynamic-slice")
-def _dynamic_slice(cv, comp, op):
-    return cv.emit(comp, op, "dynamic-slice", {"dynamic_slice_sizes": _ints(cv, op, "slice_sizes")})
-
-
 @_op("stablehlo.get_tuple_element", hlo="get-tuple-element")
 def _get_tuple_element(cv, comp, op):
     return cv.emit(comp, op, "get-tuple-element", {"index": _int(cv, op, "index")})
-
-
-@_op("stablehlo.get_dimension_size", hlo="get-dimension-size")
-def _get_dimension_size(cv, comp, op):
-    return cv.emit(comp, op, "get-dimension-size", {"dimensions": (_int(cv, op, "dimension"),)})
 
 
 @_op("stablehlo.reduce_precision", hlo="reduce-precision")
