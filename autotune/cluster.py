@@ -74,9 +74,5 @@ class DaskMeasurer:
     def close(self) -> None:
         pass
 
-    @property
-    def workers(self) -> int:
-        return len(self.client.scheduler_info().get("workers", {}))
-
 
 __all__ = ["DaskMeasurer", "connect", "measure_on_worker"]

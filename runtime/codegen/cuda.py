@@ -15,6 +15,7 @@ code on machines without a CUDA device.
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import subprocess
 from functools import cache
@@ -127,15 +128,8 @@ class CUDARenderer(OpenCLRenderer):
         return [f"  if (hl_gid >= {total}LL) return;"]    # the grid is rounded up to whole blocks
 
     def kernel_head(self, name: str, params: list[str], lsize) -> str:
-        bounds = f"__launch_bounds__({_prod(lsize)}) " if lsize is not None else ""
+        bounds = f"__launch_bounds__({math.prod(lsize)}) " if lsize is not None else ""
         return f'extern "C" __global__ void {bounds}{name}({", ".join(params)}) {{'
-
-
-def _prod(xs) -> int:
-    n = 1
-    for x in xs:
-        n *= x
-    return n
 
 
 def render_cuda(fn: LoweredFunc, **caps) -> Program:
