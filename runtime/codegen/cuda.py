@@ -142,7 +142,7 @@ def compile_cuda(source: str, arch: str = "sm_80", timeout: float = 300.0) -> Pa
     nvcc). CompileError carries nvcc's messages; MissingDependencyError when nvcc is absent."""
     nvcc = os.environ.get("NVCC", "nvcc")
     try:
-        version = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60).stdout
+        version = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60, check=False).stdout
     except FileNotFoundError as e:
         raise MissingDependencyError("nvcc (the CUDA toolkit)") from e
     key = hashlib.sha256("\0".join([source, arch, version]).encode()).hexdigest()[:24]
@@ -154,7 +154,7 @@ def compile_cuda(source: str, arch: str = "sm_80", timeout: float = 300.0) -> Pa
     src = cache_dir / f"{key}.cu"
     src.write_text(source)
     tmp = cache_dir / f"{key}.{os.getpid()}.ptx"
-    r = subprocess.run([nvcc, "-ptx", f"-arch={arch}", "-o", str(tmp), str(src)], capture_output=True, text=True,
+    r = subprocess.run([nvcc, "-ptx", f"-arch={arch}", "-o", str(tmp), str(src)], capture_output=True, text=True, check=False,
                        timeout=timeout)
     if r.returncode != 0:
         errs = [ln for ln in r.stderr.splitlines() if "error" in ln][:12]
