@@ -16,6 +16,7 @@ iterations: see results/corpus_cpu.md). Other loops keep running on the host.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 
 from ..dsl.tensor import ExternOp, Graph, WhileLoop
@@ -70,8 +71,9 @@ def build_while(op: ExternOp, target: Target, schedule_fn: Callable[[Graph], obj
     cg, bg = Graph(list(loop.cond_outs)), Graph(uniq)
     if cg.extern_ops or bg.extern_ops or cg.outputs[0].shape not in ((), (1,)):
         return None
-    cfn = lower(schedule_fn(cg), f"hl_{op.name}_cond".replace(".", "_").replace("-", "_"))
-    bfn = lower(schedule_fn(bg), f"hl_{op.name}_body".replace(".", "_").replace("-", "_"))
+    base = "hl_" + re.sub(r"[^0-9a-zA-Z_]", "_", op.name)
+    cfn = lower(schedule_fn(cg), f"{base}_cond")
+    bfn = lower(schedule_fn(bg), f"{base}_body")
     state = [Buffer(f"s{i}", d, tuple(shp), "arg") for i, (d, shp) in enumerate(zip(op.out_dtypes, op.out_shapes))]
     res = [Buffer(f"r{i}", b.dtype, b.shape, "arg") for i, b in enumerate(state)]
     fn = LoweredFunc("hl_while", tuple(state + res), len(state), Seq(()))

@@ -11,7 +11,7 @@ from ...dsl.errors import ScheduleError
 from ...dsl.ops import Op
 from ...schedules.loops import Allocate, For, LoweredFunc
 from .cstyle import CStyleRenderer
-from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers
+from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, rounding_helpers
 from .vmath import VMATH_C
 
 #: float32 functions with vectorizable inline versions
@@ -34,26 +34,18 @@ def helpers() -> str:
 #include <math.h>
 #include <time.h>
 #define HL_INLINE static inline __attribute__((always_inline))
-HL_INLINE uint16_t hl_f32_to_bf16(float f) {
-  uint32_t u; memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (uint16_t)(u >> 16);
-}
-HL_INLINE float hl_bf16_to_f32(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f; }
-HL_INLINE float hl_round_bf16(float f) { return hl_bf16_to_f32(hl_f32_to_bf16(f)); }
 HL_INLINE float hl_round_f16(float f) { return (float)(_Float16)f; }
-/* double -> float rounding to odd, so that a second rounding to 16 bits is correct */
-HL_INLINE float hl_f64_to_f32_odd(double d) {
-  float t = (float)d;
-  if ((double)t == d || t != t || isinf(t)) return t;
-  if (fabs((double)t) > fabs(d)) t = nextafterf(t, 0.0f);
-  uint32_t u; memcpy(&u, &t, 4); u |= 1u; memcpy(&t, &u, 4); return t;
-}
 HL_INLINE uint16_t hl_f32_to_f16bits(float f) { _Float16 h = (_Float16)f; uint16_t u; memcpy(&u, &h, 2); return u; }
 HL_INLINE float hl_f16bits_to_f32(uint16_t u) { _Float16 h; memcpy(&h, &u, 2); return (float)h; }
 static void* hl_alloc(size_t n) { void* p = NULL; if (posix_memalign(&p, 64, n ? n : 64)) abort(); return p; }
-""", VMATH_C]
+"""]
+    pairs = [("f32", "float", "i32"), ("f32", "float", "u32"), ("f64", "double", "i64"), ("f64", "double", "u64")]
+    for f, ft, i in pairs:
+        it = _INTS[i][0]
+        out.append(f"HL_INLINE {it} hl_bitcast_{f}_{i}({ft} x) {{ {it} r; memcpy(&r, &x, sizeof r); return r; }}\n"
+                   f"HL_INLINE {ft} hl_bitcast_{i}_{f}({it} x) {{ {ft} r; memcpy(&r, &x, sizeof r); return r; }}\n")
+    out += rounding_helpers(_TYPES)
+    out.append(VMATH_C)
     out += float_helpers(_TYPES)
     out += int_helpers(_TYPES)
     for s, (t, _) in _FLOATS.items():
@@ -61,11 +53,6 @@ static void* hl_alloc(size_t n) { void* p = NULL; if (posix_memalign(&p, 64, n ?
                    f"initializer(omp_priv = -INFINITY)\n"
                    f"#pragma omp declare reduction(hl_min_{s} : {t} : omp_out = hl_min_{s}(omp_out, omp_in)) "
                    f"initializer(omp_priv = INFINITY)\n")
-    pairs = [("f32", "float", "i32"), ("f32", "float", "u32"), ("f64", "double", "i64"), ("f64", "double", "u64")]
-    for f, ft, i in pairs:
-        it = _INTS[i][0]
-        out.append(f"HL_INLINE {it} hl_bitcast_{f}_{i}({ft} x) {{ {it} r; memcpy(&r, &x, sizeof r); return r; }}\n"
-                   f"HL_INLINE {ft} hl_bitcast_{i}_{f}({it} x) {{ {ft} r; memcpy(&r, &x, sizeof r); return r; }}\n")
     out += int_bitcasts(_TYPES)
     return "".join(out)
 

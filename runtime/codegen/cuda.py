@@ -25,7 +25,7 @@ from ...dsl import dtypes as dt
 from ...dsl.errors import CompileError, MissingDependencyError
 from ...schedules.loops import LoweredFunc
 from .cstyle import RESERVED, CStyleRenderer
-from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers
+from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, rounding_helpers
 from .opencl import OpenCLRenderer, Program
 
 _TYPES = {"float32": "float", "float64": "double", "bool": "bool", "int8": "signed char", "int16": "short",
@@ -51,24 +51,9 @@ def cuda_helpers() -> str:
         clz=lambda t, u, bits: f"a == 0 ? {bits} : ({t})(__clzll((long long)({u})a) - {64 - bits})")
     out = ["""#include <cuda_fp16.h>
 #define HL_INLINE static __device__ __forceinline__
-HL_INLINE unsigned short hl_f32_to_bf16(float f) {
-  unsigned int u = __float_as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (unsigned short)(u >> 16);
-}
-HL_INLINE float hl_bf16_to_f32(unsigned short h) { return __uint_as_float((unsigned int)h << 16); }
-HL_INLINE float hl_round_bf16(float f) { return hl_bf16_to_f32(hl_f32_to_bf16(f)); }
 HL_INLINE float hl_round_f16(float f) { return __half2float(__float2half_rn(f)); }
 HL_INLINE unsigned short hl_f32_to_f16bits(float f) { return __half_as_ushort(__float2half_rn(f)); }
 HL_INLINE float hl_f16bits_to_f32(unsigned short u) { return __half2float(__ushort_as_half(u)); }
-/* double -> float rounding to odd, so that a second rounding to 16 bits is correct */
-HL_INLINE float hl_f64_to_f32_odd(double d) {
-  float t = (float)d;
-  if ((double)t == d || t != t || isinf(t)) return t;
-  if (fabs((double)t) > fabs(d)) t = nextafterf(t, 0.0f);
-  return __uint_as_float(__float_as_uint(t) | 1u);
-}
 HL_INLINE int hl_bitcast_f32_i32(float x) { return __float_as_int(x); }
 HL_INLINE unsigned int hl_bitcast_f32_u32(float x) { return __float_as_uint(x); }
 HL_INLINE float hl_bitcast_i32_f32(int x) { return __int_as_float(x); }
@@ -77,7 +62,7 @@ HL_INLINE long long hl_bitcast_f64_i64(double x) { return __double_as_longlong(x
 HL_INLINE unsigned long long hl_bitcast_f64_u64(double x) { return (unsigned long long)__double_as_longlong(x); }
 HL_INLINE double hl_bitcast_i64_f64(long long x) { return __longlong_as_double(x); }
 HL_INLINE double hl_bitcast_u64_f64(unsigned long long x) { return __longlong_as_double((long long)x); }
-"""]
+"""] + rounding_helpers(ty)
     return "".join(out + float_helpers(ty) + int_helpers(ty) + int_bitcasts(ty))
 
 

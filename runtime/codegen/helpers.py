@@ -39,6 +39,31 @@ class HelperTypes:
         return next(t for t, b, s in self.ints.values() if b == bits and not s)
 
 
+def rounding_helpers(ty: HelperTypes, fp64: bool = True) -> list[str]:
+    """bf16 conversions and double -> float rounding to odd, written over the backend's
+    ``hl_bitcast_f32_u32``/``hl_bitcast_u32_f32`` (each backend defines those first)."""
+    u16, u32, f = ty.unsigned(16), ty.unsigned(32), ty.floats["f32"][1]
+    out = [f"""{ty.inline} {u16} hl_f32_to_bf16(float f) {{
+  {u32} u = hl_bitcast_f32_u32(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return ({u16})((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return ({u16})(u >> 16);
+}}
+{ty.inline} float hl_bf16_to_f32({u16} h) {{ return hl_bitcast_u32_f32(({u32})h << 16); }}
+{ty.inline} float hl_round_bf16(float f) {{ return hl_bf16_to_f32(hl_f32_to_bf16(f)); }}
+"""]
+    if fp64:
+        out.append(f"""/* double -> float rounding to odd, so that a second rounding to 16 bits is correct */
+{ty.inline} float hl_f64_to_f32_odd(double d) {{
+  float t = (float)d;
+  if ((double)t == d || t != t || isinf(t)) return t;
+  if (fabs((double)t) > fabs(d)) t = nextafter{f}(t, 0.0f);
+  return hl_bitcast_u32_f32(hl_bitcast_f32_u32(t) | 1u);
+}}
+""")
+    return out
+
+
 def float_helpers(ty: HelperTypes) -> list[str]:
     """NaN-propagating max/min, sign, numpy's floor division and floor modulo per float type."""
     out = []

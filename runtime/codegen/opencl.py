@@ -53,7 +53,7 @@ from ...schedules.loops import (
 )
 from .clvec import render_vector_loop
 from .cstyle import _FMATH, RESERVED, CStyleRenderer
-from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers
+from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, rounding_helpers
 
 log = logging.getLogger(__name__)
 
@@ -114,33 +114,18 @@ def cl_helpers(fp64: bool, fp16: bool) -> str:
     out = ["#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if fp64 else "",
            "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n" if fp16 else "",
            """#define HL_INLINE static inline
-HL_INLINE ushort hl_f32_to_bf16(float f) {
-  uint u = as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (ushort)(u >> 16);
-}
-HL_INLINE float hl_bf16_to_f32(ushort h) { return as_float((uint)h << 16); }
-HL_INLINE float hl_round_bf16(float f) { return hl_bf16_to_f32(hl_f32_to_bf16(f)); }
 HL_INLINE int hl_bitcast_f32_i32(float x) { return as_int(x); }
 HL_INLINE uint hl_bitcast_f32_u32(float x) { return as_uint(x); }
 HL_INLINE float hl_bitcast_i32_f32(int x) { return as_float(x); }
 HL_INLINE float hl_bitcast_u32_f32(uint x) { return as_float(x); }
-"""]
+"""] + rounding_helpers(ty, fp64)
     if fp16:
         out.append("""HL_INLINE float hl_round_f16(float f) { return (float)(half)f; }
 HL_INLINE ushort hl_f32_to_f16bits(float f) { return as_ushort((half)f); }
 HL_INLINE float hl_f16bits_to_f32(ushort u) { return (float)as_half(u); }
 """)
     if fp64:
-        out.append("""/* double -> float rounding to odd, so that a second rounding to 16 bits is correct */
-HL_INLINE float hl_f64_to_f32_odd(double d) {
-  float t = (float)d;
-  if ((double)t == d || t != t || isinf(t)) return t;
-  if (fabs((double)t) > fabs(d)) t = nextafter(t, 0.0f);
-  return as_float(as_uint(t) | 1u);
-}
-HL_INLINE long hl_bitcast_f64_i64(double x) { return as_long(x); }
+        out.append("""HL_INLINE long hl_bitcast_f64_i64(double x) { return as_long(x); }
 HL_INLINE ulong hl_bitcast_f64_u64(double x) { return as_ulong(x); }
 HL_INLINE double hl_bitcast_i64_f64(long x) { return as_double(x); }
 HL_INLINE double hl_bitcast_u64_f64(ulong x) { return as_double(x); }
