@@ -166,7 +166,7 @@ class Measurer:
                 from ..runtime.opencl import launch_spec
                 prog = render_for(fn, t)
                 return _Built(config or {}, steps, cl=launch_spec(fn, prog, t))
-            src = render_c(fn)
+            src = render_c(fn, t.hardware)
         except (ScheduleError, ConfigError, LoweringError, DSLError, TargetError) as e:
             return _Built(config or {}, [], failure="invalid", message=str(e))
         try:

@@ -110,6 +110,6 @@ def build(schedule, target="cpu", name: str = "kernel") -> KernelBase:
     if t.kind == "opencl":
         from .opencl import build_opencl
         return build_opencl(fn, t)
-    src = render_c(fn)
+    src = render_c(fn, t.hardware)
     lib = Library(compile_c(src, t.compiler))
     return Kernel(fn, src, lib, t)

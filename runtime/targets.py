@@ -54,6 +54,16 @@ class Target:
                 "hlotune_version": _version()}
 
     @property
+    def hardware(self):
+        """The machine's facts as plain data (``schedules.hardware.Hardware``) for templates and
+        renderers: vector ISA as the compiler targets it, registers, caches, threads."""
+        if self.kind == "cpu":
+            from .isa import detect
+            return detect(self.compiler.cc, tuple(self.compiler.flags), self.threads)
+        from ..schedules.hardware import Hardware
+        return Hardware(threads=self.threads)
+
+    @property
     def key(self) -> str:
         p = self.provenance
         ident = {k: p[k] for k in ("kind", "device", "compiler_version", "flags", "cpu_model", "threads")}

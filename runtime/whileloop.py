@@ -77,8 +77,9 @@ def build_while(op: ExternOp, target: Target, schedule_fn: Callable[[Graph], obj
     state = [Buffer(f"s{i}", d, tuple(shp), "arg") for i, (d, shp) in enumerate(zip(op.out_dtypes, op.out_shapes))]
     res = [Buffer(f"r{i}", b.dtype, b.shape, "arg") for i, b in enumerate(state)]
     fn = LoweredFunc("hl_while", tuple(state + res), len(state), Seq(()))
-    r = CRenderer()
-    src = "\n".join([r.preamble(fn), r.function(cfn), r.function(bfn), _driver(r, fn, cfn, bfn, loop, uniq),
+    r = CRenderer(target.hardware)
+    funcs = [r.function(cfn), r.function(bfn)]     # first: they decide which vector types are declared
+    src = "\n".join([r.preamble(fn), *r.vector_types.values(), *funcs, _driver(r, fn, cfn, bfn, loop, uniq),
                      r.postamble(fn)])
     log.debug("while '%s': compiled whole (%d state elements)", op.name, len(state))
     return Kernel(fn, src, Library(compile_c(src, target.compiler)), target)

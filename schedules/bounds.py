@@ -54,13 +54,29 @@ def interval(e: Expr, env: dict) -> Interval | None:
         a, c = src[0], src[1].lo.arg
         if a.is_point:
             return Interval(binary(op, a.lo, c), 1)
+        q = exact_div(a.lo, c)      # (c*q + t) / c = q + t / c for t in [0, ext)
+        if q is not None:
+            return Interval(q, (a.ext - 1) // c + 1)
         return Interval(binary(op, a.lo, c), (a.ext - 1) // c + 2)
     if op in (Op.FLOORMOD, Op.REM) and src[1].is_point and src[1].lo.op is Op.CONST and src[1].lo.arg > 0:
         a, c = src[0], src[1].lo.arg
-        return Interval(binary(op, a.lo, c), 1) if a.is_point else Interval(as_expr(0, e.dtype), c)
+        if a.is_point:
+            return Interval(binary(op, a.lo, c), 1)
+        if a.ext <= c and exact_div(a.lo, c) is not None:
+            return Interval(as_expr(0, e.dtype), a.ext)
+        return Interval(as_expr(0, e.dtype), c)
     if src is not None and all(s.is_point for s in src) and op is not Op.REDUCE:
         return Interval(rebuild(e, tuple(s.lo for s in src)), 1)
     return None
+
+
+def exact_div(e: Expr, c: int) -> Expr | None:
+    """``e / c`` when ``e`` is affine with every coefficient and its constant divisible by ``c``
+    (then floor and truncating division agree), else None."""
+    lf = linear(e)
+    if lf is None or lf[1] % c or any(k % c for k, _ in lf[0].values()):
+        return None
+    return simplify(_from_linear({key: (k // c, at) for key, (k, at) in lf[0].items()}, lf[1] // c, e.dtype))
 
 
 def static_range(e: Expr, ranges: dict) -> tuple[int, int] | None:

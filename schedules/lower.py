@@ -170,9 +170,12 @@ class _Lowerer:
                 val[r.inner] = binary(Op.REM, val[r.fused], n)
         for v in st.leaf:
             self.ranges[v] = (0, ext[v] - 1)
-        for v in st.leaf:
-            for p in self.attached.get(v, []):
-                self.plan_attached(p, v)
+        # readers before the stages they read: a pack computed at an outer loop and read by a
+        # stage attached further in needs that stage's region first
+        order = {n: k for k, n in enumerate(self.s.stages)}
+        pairs = [(p, v) for v in st.leaf for p in self.attached.get(v, [])]
+        for p, v in sorted(pairs, key=lambda pv: -order[pv[0].name]):
+            self.plan_attached(p, v)
         # loop extents and guards
         pos = {v: k for k, v in enumerate(st.leaf)}
         loop_ext: dict[IterVar, Expr] = {v: as_expr(ext[v], dt.index) for v in st.leaf}
@@ -187,7 +190,7 @@ class _Lowerer:
         absval: dict[IterVar, Expr] = {}
         for v in op.axis + op.reduce_axis:
             absval[v] = val[v] if not dom or v.kind == "reduce" else binary(Op.ADD, dom[v].lo, val[v])
-        if dom:
+        if dom and not self.overcomputable(st, absval):
             for v in op.axis:
                 a = absval[v]
                 rng = static_range(a, self.ranges)
@@ -249,6 +252,31 @@ class _Lowerer:
         stores = seq(*[Store(b, store_idx, self.to_buffers(x)) for b, x in zip(bufs, body)])
         return self.wrap(st, st.leaf, guarded(stores, False), loop_ext)
 
+    def overcomputable(self, st: Stage, absval: dict) -> bool:
+        """Whether a stage computed over a region may run on the whole region even where it
+        leaves the stage's domain (a register tile at the edge of a padded pack): every load it
+        makes is in bounds for every value of the loops' ranges, and no integer division by a
+        non-constant can trap. Such a stage needs no guard in its innermost loops."""
+        if st.scope == "shared" or any(t.op is st.op or t.op is st.origin for t in self.g.outputs):
+            return False
+        exprs = []
+        for b in self.body(st):
+            b = substitute(b, absval)
+            if b.op is Op.REDUCE:
+                exprs += list(b.src) + ([b.arg.where] if b.arg.where is not None else [])
+            else:
+                exprs.append(b)
+        for e in walk([self.to_buffers(x) for x in exprs]):
+            if e.op in (Op.DIV, Op.REM, Op.FLOORDIV, Op.FLOORMOD) and e.dtype.is_int and \
+                    not (e.src[1].op is Op.CONST and e.src[1].arg > 0):
+                return False
+            if e.op is Op.LOAD:
+                for i, n in zip(e.src, e.arg.shape):
+                    r = static_range(i, self.ranges)
+                    if r is None or r[0] < 0 or r[1] >= n:
+                        return False
+        return True
+
     def vector_reduce(self, st, kv, bufs, idx, vals, spec, loop_ext, guards) -> Stmt:
         """``acc = buf[idx]; for kv (SIMD, any order): acc = combine(acc, v); buf[idx] = acc``."""
         red = spec.reducer
@@ -300,12 +328,21 @@ class _Lowerer:
 
     # -------------------------------------------------------------- compute_at
     def plan_attached(self, p: Stage, at: IterVar) -> None:
-        """Infer the region of ``p`` read inside loop ``at`` and give it a local buffer."""
-        cons = self.s.stage(at)
+        """Infer the region of ``p`` read inside loop ``at`` and give it a local buffer. ``at`` is a
+        loop of ``p``'s single reader, or of the stage that reader is computed in at a loop
+        inside ``at`` (a pack shared by every register tile of a cache block)."""
+        owner = self.s.stage(at)
         readers = self.readers[p.name]
-        check(readers == {cons.name}, f"compute_at: '{p.name}' is read by {sorted(readers) or 'no stage'}; "
-              f"it can only be computed at a loop of its single reader '{cons.name}'")
-        region = self.infer_region(p, cons, at)
+        cons = self.s.stages[next(iter(readers))] if len(readers) == 1 else None
+        if cons is owner:
+            region = self.infer_region(p, cons, at)
+        else:
+            check(cons is not None and cons.attach[0] == "at" and cons.attach[1] is owner and
+                  owner.leaf.index(_leaf_of(owner, cons.attach[2])) >= owner.leaf.index(_leaf_of(owner, at)),
+                  f"compute_at: '{p.name}' is read by {sorted(readers) or 'no stage'}; it can only be computed "
+                  f"at a loop of its single reader, or of the stage that reader is computed at (inside that loop); "
+                  f"'{at.name}' is a loop of '{owner.name}'")
+            region = self.infer_region(p, cons, None, (owner, at))
         shape = tuple(iv.ext for iv in region)
         d = p.op.body[0].dtype
         scope = "shared" if p.scope == "shared" else "global" if _nbytes(d, shape) > STACK_BYTES else "local"
@@ -313,11 +350,16 @@ class _Lowerer:
         self.regions[p.name] = _Region((buf,), tuple(iv.lo for iv in region), tuple(iv.ext for iv in region))
         self.planned[p.name] = region
 
-    def infer_region(self, p: Stage, cons: Stage, at: IterVar) -> list[Interval]:
-        """Region of ``p`` that ``cons`` reads inside loop ``at`` (loops outside and ``at`` fixed)."""
-        at = _leaf_of(cons, at)
-        k = cons.leaf.index(at)
-        free = set(cons.leaf[k + 1:])
+    def infer_region(self, p: Stage, cons: Stage, at: IterVar | None, outer=None) -> list[Interval]:
+        """Region of ``p`` that ``cons`` reads inside loop ``at`` (loops outside and ``at`` fixed);
+        with ``at`` None, ``cons``'s whole nest, over every iteration of the loops inside
+        ``outer[1]`` of stage ``outer[0]`` (where ``cons`` is computed)."""
+        if at is None:
+            free = set(cons.leaf)
+        else:
+            at = _leaf_of(cons, at)
+            k = cons.leaf.index(at)
+            free = set(cons.leaf[k + 1:])
         env: dict[IterVar, Interval] = {}
         op = cons.op
         reg = self.regions.get(cons.name)
@@ -349,6 +391,10 @@ class _Lowerer:
                     sites.append(e.src)
         check(sites, f"compute_at: '{cons.name}' does not read '{p.name}'")
         group = self._group_env() if p.scope == "shared" else {}
+        if outer is not None:
+            ost, oat = outer
+            inner = ost.leaf[ost.leaf.index(_leaf_of(ost, oat)) + 1:]
+            group.update((v, Interval(as_expr(0, dt.index), self.ranges[v][1] + 1)) for v in inner)
         region = []
         for d, dim in enumerate(p.op.shape):
             ivs = [_relax(interval(s[d], env), group) for s in sites]

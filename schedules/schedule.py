@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..dsl.errors import ScheduleError
-from ..dsl.expr import Expr, IterVar, ReduceSpec, substitute
+from ..dsl.expr import Expr, IterVar, ReduceSpec, binary, const, select, substitute
 from ..dsl.ops import Op
 from ..dsl.tensor import ComputeOp, Graph, Tensor, input_tensors
 from .steps import (
@@ -245,7 +245,7 @@ class Schedule:
         """Substitute ``tensor``'s definition into its readers (no buffer, no loop nest)."""
         self.apply(ComputeInline(self.stage(tensor).name))
 
-    def cache_read(self, tensor, scope: str = "shared", readers=None, layout=None) -> Tensor:
+    def cache_read(self, tensor, scope: str = "shared", readers=None, layout=None, split=()) -> Tensor:
         """Copy ``tensor`` (an input or a stage) into a new stage ``<name>.<scope>`` that
         ``readers`` (default: every stage reading it) load instead: ``cache[i] = tensor[i]``.
 
@@ -256,6 +256,10 @@ class Schedule:
         Without binds (the cpu target) it is a packed per-iteration copy of that region.
         ``layout`` (a permutation of the dimensions) stores the copy transposed: its dimension
         ``d`` is the tensor's dimension ``layout[d]`` (a packed ``K^T`` for a dot reading ``K``).
+        ``split`` ``((dim, f), ...)`` first splits dimension ``dim`` into ``(dim // f, dim % f)``
+        (zero-padded to a multiple of ``f``), so that ``layout`` can interleave panels:
+        ``B[k, n]`` with ``split=((1, 16),), layout=(1, 0, 2)`` is stored as
+        ``P[n // 16, k, n % 16]``, each 16-column panel contiguous along ``k``.
         """
         if isinstance(tensor, Tensor):
             name = self._tensor_name(tensor)
@@ -266,7 +270,8 @@ class Schedule:
                        if st.attach != ("inline",) and _reads(self, st.op, self._tensor_named(name)))
         else:
             rs = tuple(self.stage(r).name for r in readers)
-        return self.apply(CacheRead(name, scope, rs, None if layout is None else tuple(int(x) for x in layout)))
+        return self.apply(CacheRead(name, scope, rs, None if layout is None else tuple(int(x) for x in layout),
+                                    tuple((int(d), int(f)) for d, f in split)))
 
     def _tensor_name(self, t: Tensor) -> str:
         for x, nm in zip(self.graph.inputs, self.graph.input_names):
@@ -425,15 +430,28 @@ def _cache_read(s: Schedule, step: CacheRead) -> Tensor:
     for r in readers:
         check(r.attach != ("inline",), f"cache_read: reader '{r.name}' is inlined")
         check(_reads(s, r.op, t), f"cache_read: stage '{r.name}' does not read '{step.stage}'")
-    n = len(t.shape)
+    dims, src_of = _split_dims(t.shape, step.split, step.stage)
+    n = len(dims)
     perm = tuple(range(n)) if step.layout is None else tuple(step.layout)
     check(sorted(perm) == list(range(n)), f"cache_read: layout {list(perm)} of '{step.stage}' is not a "
-          f"permutation of its {n} dimensions")
-    axes = tuple(IterVar(f"ax{p}", t.shape[p], "data") for p in perm)
-    src = [None] * n
+          f"permutation of its {n} dimensions (after splits)")
+    axes = tuple(IterVar(f"ax{p}", dims[p], "data") for p in perm)
+    pos = [None] * n
     for d, p in enumerate(perm):
-        src[p] = axes[d]
-    cache_op = ComputeOp(f"{step.stage}.{step.scope}", axes, (), (t[tuple(src)],), "cache_read")
+        pos[p] = axes[d].var
+    idx, inside = [], None
+    for d, (dd, f) in enumerate(src_of):
+        if f is None:
+            idx.append(pos[dd])
+            continue
+        i = pos[dd] * f + pos[dd + 1]
+        ok = i < t.shape[d]
+        inside = ok if inside is None else (inside & ok)
+        idx.append(binary(Op.MIN, i, t.shape[d] - 1))      # clamped: the padding reads in bounds
+    val = t[tuple(idx)]
+    if inside is not None:
+        val = select(inside, val, const(0, t.dtype))
+    cache_op = ComputeOp(f"{step.stage}.{step.scope}", axes, (), (val,), "cache_read")
     cache_t = cache_op.output(0)
     check(cache_op.name not in s.stages, f"cache_read: stage '{cache_op.name}' exists already")
     first = min(readers, key=lambda r: list(s.stages).index(r.name))
@@ -442,7 +460,10 @@ def _cache_read(s: Schedule, step: CacheRead) -> Tensor:
     def load_fn(e, idx):
         a = e.arg
         if isinstance(a, Tensor) and _same(s, a, t):
-            return cache_t[tuple(idx[p] for p in perm)]
+            full = []
+            for k, (_, f) in enumerate(src_of):
+                full += [idx[k]] if f is None else [binary(Op.DIV, idx[k], f), binary(Op.REM, idx[k], f)]
+            return cache_t[tuple(full[p] for p in perm)]
         return None
 
     for r in readers:
@@ -452,6 +473,24 @@ def _cache_read(s: Schedule, step: CacheRead) -> Tensor:
         r.op = new
         s._by_op[id(new)] = r
     return cache_t
+
+
+def _split_dims(shape, split, name) -> tuple[list[int], list[tuple[int, int | None]]]:
+    """Dimensions of a copy of a tensor of ``shape`` with ``split`` applied, and for each tensor
+    dimension ``(its first copy dimension, factor or None)``."""
+    factors = {}
+    for d, f in split:
+        check(isinstance(d, int) and 0 <= d < len(shape) and d not in factors,
+              f"cache_read: split dimension {d!r} of '{name}' is not one of its {len(shape)} dimensions "
+              "(or is split twice)")
+        check(isinstance(f, int) and f >= 1, f"cache_read: split factor {f!r} of '{name}' must be a positive int")
+        factors[d] = f
+    dims, src = [], []
+    for d, n in enumerate(shape):
+        f = factors.get(d)
+        src.append((len(dims), f))
+        dims += [n] if f is None else [-(-n // f), f]
+    return dims, src
 
 
 def _cache_write(s: Schedule, st: Stage, scope: str) -> Tensor:

@@ -74,12 +74,16 @@ class CacheWrite:
 @dataclass(frozen=True)
 class CacheRead:
     """Copy tensor ``stage`` (a stage or input name) into a new stage ``<stage>.<scope>`` that
-    the ``readers`` stages load instead; with ``layout`` (a permutation) the copy's dimension
-    ``d`` is the tensor's dimension ``layout[d]``."""
+    the ``readers`` stages load instead. ``split`` ``((dim, f), ...)`` first splits tensor
+    dimension ``dim`` into ``(dim // f, dim % f)`` (padded with zeros to a multiple of ``f``);
+    with ``layout`` (a permutation of the dimensions after splitting) the copy's dimension ``d``
+    is dimension ``layout[d]``: a BLIS panel ``B[k, n] -> P[n // f, k, n % f]`` is
+    ``split=((1, f),), layout=(1, 0, 2)``."""
     stage: str
     scope: str
     readers: tuple[str, ...]
     layout: tuple[int, ...] | None = None
+    split: tuple[tuple[int, int], ...] = ()
 
 
 STEP_TYPES = {c.__name__: c for c in (Split, Reorder, Fuse, Annotate, Bind, ComputeAt,
@@ -89,7 +93,8 @@ ANNOTATIONS = ("parallel", "vectorize", "unroll")
 
 def step_to_json(step) -> dict:
     d = asdict(step)
-    d = {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+    d = {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()
+         if not (k == "split" and not v)}    # records from before splits existed stay as they were
     return {"step": type(step).__name__, **d}
 
 
@@ -103,5 +108,10 @@ def step_from_json(d: dict):
     missing = {f.name for f in fields(cls) if f.default is MISSING} - set(d)
     if extra or missing:
         raise ScheduleError(f"step {d['step']}: unexpected fields {sorted(extra)}, missing {sorted(missing)}")
-    kw = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k != "step"}
+    kw = {k: _tuples(v) for k, v in d.items() if k != "step"}
     return cls(**kw)
+
+
+def _tuples(v):
+    """JSON lists back to (nested) tuples."""
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v

@@ -9,8 +9,10 @@ from functools import cache
 from ...dsl import dtypes as dt
 from ...dsl.errors import ScheduleError
 from ...dsl.ops import Op
+from ...schedules.hardware import GENERIC, Hardware
 from ...schedules.loops import Allocate, For, LoweredFunc
 from .cstyle import CStyleRenderer
+from .microkernel import MicroKernelPrinter, match, vector_helpers
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, rounding_helpers
 from .vmath import VMATH_C
 
@@ -58,9 +60,29 @@ static void* hl_alloc(size_t n) { void* p = NULL; if (posix_memalign(&p, 64, n ?
 
 
 class CRenderer(CStyleRenderer):
-    """C99 + GNU extensions + OpenMP for gcc/clang on the host CPU."""
+    """C99 + GNU extensions + OpenMP for gcc/clang on the host CPU. Register tiles
+    (microkernel.py) render as GNU C vector code sized for ``hardware``'s vector registers."""
 
     local_array_attr = " __attribute__((aligned(64)))"
+
+    def __init__(self, hardware: Hardware | None = None):
+        super().__init__()
+        self.hardware = hardware or GENERIC
+        self.vector_types: dict[str, str] = {}
+
+    def stmt(self, s, depth: int) -> list[str]:
+        if isinstance(s, For) and s.kind in ("serial", "unroll"):
+            hw = self.hardware
+            mk = match(s, self.flat_index, hw.vector_bytes, hw.vector_regs)
+            if mk is not None:
+                p = MicroKernelPrinter(self, mk)
+                self.vector_types.setdefault(p.vt, vector_helpers(p.d, mk.lanes))
+                return p.lines(depth)
+        return super().stmt(s, depth)
+
+    def render(self, fn: LoweredFunc) -> str:
+        body = self.function(fn)     # first: it decides which vector types the preamble declares
+        return "\n".join([self.preamble(fn), *self.vector_types.values(), body, self.postamble(fn)])
 
     def float_op(self, op, a, d):
         if d is not dt.float64 and op in _VMATH:
@@ -113,9 +135,9 @@ double hl_bench(void** args, int64_t number) {{
 """
 
 
-def render_c(fn: LoweredFunc) -> str:
-    """C source of ``fn`` (fresh renderer, so names are stable for the same IR)."""
-    return CRenderer().render(fn)
+def render_c(fn: LoweredFunc, hardware: Hardware | None = None) -> str:
+    """C source of ``fn`` for ``hardware`` (fresh renderer, so names are stable for the same IR)."""
+    return CRenderer(hardware).render(fn)
 
 
 __all__ = ["CRenderer", "helpers", "render_c"]

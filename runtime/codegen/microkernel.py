@@ -1,0 +1,232 @@
+"""Register micro-kernels: a loop nest that accumulates a small tile, found in the loop IR and
+rendered as straight-line vector code with the tile held in registers.
+
+The pattern (what a dot or convolution template produces for its register tile)::
+
+    for r0 ... for rn:                    # reduction loops: their variables do not index acc
+      for t0 ... for tm:                  # tile loops: constant extents, unrolled
+        for v in range(V):  # vectorize   # innermost, contiguous in acc
+          acc[idx(t, v)] = acc[idx(t, v)] + term
+
+``term`` may read other buffers either contiguously along ``v`` (one vector load per chunk of
+lanes) or independently of ``v`` (a scalar broadcast), through ``+ - * /`` and negation. The
+tile's ``prod(t extents) * V / lanes`` accumulators are loaded into vector registers before the
+reduction loops, updated by one vector multiply-add per chunk and row in each iteration, and
+stored after them. The order of every element's accumulation is unchanged.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+from ...dsl import dtypes as dt
+from ...dsl.expr import Expr, IterVar, substitute, walk
+from ...dsl.ops import Op
+from ...schedules.bounds import ident_key, linear
+from ...schedules.loops import For, Store
+
+_ARITH = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.DIV: "/"}
+
+
+@dataclass(frozen=True)
+class MicroKernel:
+    """A matched register tile: ``red`` reduction loops (outer first), ``tile`` unrolled loops,
+    the vectorized loop ``vec`` of ``lanes``-wide chunks, and ``store`` (acc = acc + term)."""
+
+    red: tuple[For, ...]
+    tile: tuple[For, ...]
+    vec: For
+    store: Store
+    term: Expr
+    lanes: int
+
+    @property
+    def accumulators(self) -> int:
+        return math.prod(t.extent.arg for t in self.tile) * (self.vec.extent.arg // self.lanes)
+
+    def cells(self):
+        """(tile values, chunk start) of every accumulator, rows outer."""
+        rows = itertools.product(*(range(t.extent.arg) for t in self.tile))
+        chunks = range(0, self.vec.extent.arg, self.lanes)
+        return [(r, q) for r in rows for q in chunks]
+
+
+def _vars(e: Expr) -> set:
+    return {x.arg for x in walk([e]) if x.op is Op.VAR}
+
+
+def lane_stride(flat: Expr, v: IterVar) -> int | None:
+    """The coefficient of ``v`` in the affine index ``flat`` (None if ``v`` appears otherwise)."""
+    lf = linear(flat)
+    if lf is None:
+        return None
+    key = ident_key(v.var)
+    coeff = 0
+    for k, (c, atom) in lf[0].items():
+        if k == key:
+            coeff = c
+        elif v in _vars(atom):
+            return None
+    return coeff
+
+
+def match(loop: For, flat_index, vector_bytes: int, vector_regs: int) -> MicroKernel | None:
+    """The micro-kernel rooted at reduction loop ``loop``, or None. ``flat_index(buffer,
+    indices)`` is the renderer's row-major index; tiles needing more accumulators than
+    ``vector_regs - 3`` registers are left to the compiler."""
+    chain: list[For] = []
+    s = loop
+    while isinstance(s, For):
+        if s.reduction:
+            return None
+        chain.append(s)
+        s = s.body
+    if not isinstance(s, Store) or len(chain) < 2 or vector_bytes <= 0:
+        return None
+    buf = s.buffer
+    d = buf.dtype
+    if d not in (dt.float32, dt.float64) or s.value.op is not Op.ADD:
+        return None
+    a, b = s.value.src
+    same = [x for x in (a, b) if x.op is Op.LOAD and x.arg is buf
+            and tuple(ident_key(i) for i in x.src) == tuple(ident_key(i) for i in s.indices)]
+    if not same:
+        return None
+    term = b if same[0] is a else a
+    idx_vars = set().union(*(_vars(i) for i in s.indices)) if s.indices else set()
+    nred = 0
+    while nred < len(chain) and chain[nred].var not in idx_vars:
+        nred += 1
+    red, tile, vec = chain[:nred], chain[nred:-1], chain[-1]
+    if not red or vec.kind != "vectorize" or any(r.kind not in ("serial", "unroll") for r in red):
+        return None
+    if any(t.var not in idx_vars or t.kind not in ("serial", "unroll") or t.extent.op is not Op.CONST
+           for t in tile) or vec.extent.op is not Op.CONST or vec.var not in idx_vars:
+        return None
+    if lane_stride(flat_index(buf, s.indices), vec.var) != 1 or not _vector_term(term, vec.var, d, buf, flat_index):
+        return None
+    lanes = vector_bytes // d.itemsize
+    while lanes >= 4 and vec.extent.arg % lanes:
+        lanes //= 2
+    if lanes < 4 or lanes * d.itemsize < 16:
+        return None
+    mk = MicroKernel(tuple(red), tuple(tile), vec, s, term, lanes)
+    return mk if mk.accumulators <= vector_regs - 3 else None
+
+
+def _value_nodes(term: Expr):
+    """The nodes of ``term`` outside load indices."""
+    stack = [term]
+    while stack:
+        e = stack.pop()
+        yield e
+        if e.op is not Op.LOAD:
+            stack.extend(e.src)
+
+
+def _vector_term(term: Expr, v: IterVar, d, acc, flat_index) -> bool:
+    """Whether ``term`` renders with vector loads along ``v`` and scalar broadcasts: loads of
+    ``d`` (not of ``acc``) at lane stride 0 or 1, constants and ``+ - * /`` and negation in ``d``."""
+    for e in _value_nodes(term):
+        if e.dtype is not d:
+            return False
+        if e.op is Op.LOAD:
+            if e.arg is acc or lane_stride(flat_index(e.arg, e.src), v) not in (0, 1):
+                return False
+        elif e.op is Op.VAR:
+            if e.arg is v:
+                return False
+        elif e.op is not Op.CONST and e.op not in _ARITH and e.op is not Op.NEG:
+            return False
+    return True
+
+
+def vector_type(d, lanes: int) -> str:
+    return f"hl_{'f32' if d is dt.float32 else 'f64'}x{lanes}"
+
+
+def vector_helpers(d, lanes: int) -> str:
+    """The GNU C vector type of ``lanes`` elements of ``d`` and its unaligned load/store."""
+    t = "float" if d is dt.float32 else "double"
+    vt = vector_type(d, lanes)
+    n = lanes * d.itemsize
+    return (f"typedef {t} {vt} __attribute__((vector_size({n})));\n"
+            f"typedef {t} {vt}u __attribute__((vector_size({n}), aligned({d.itemsize}), may_alias));\n"
+            f"HL_INLINE {vt} hl_vld_{vt[3:]}(const {t}* p) {{ return *(const {vt}u*)p; }}\n"
+            f"HL_INLINE void hl_vst_{vt[3:]}({t}* p, {vt} x) {{ *({vt}u*)p = x; }}\n")
+
+
+class MicroKernelPrinter:
+    """Renders a matched MicroKernel with a C-family renderer ``r`` (names, loads, constants)."""
+
+    def __init__(self, r, mk: MicroKernel):
+        self.r = r
+        self.mk = mk
+        self.d = mk.store.buffer.dtype
+        self.vt = vector_type(self.d, mk.lanes)
+
+    def _env(self, row, q) -> dict:
+        env = {t.var: Expr(Op.CONST, dt.index, (), c) for t, c in zip(self.mk.tile, row)}
+        env[self.mk.vec.var] = Expr(Op.CONST, dt.index, (), q)
+        return env
+
+    def _addr(self, buf, indices, env) -> str:
+        idx = [substitute(i, env) for i in indices]
+        return f"&{self.r.name(buf, buf.name)}[{self.r.expr(self.r.flat_index(buf, idx))}]"
+
+    def lines(self, depth: int) -> list[str]:
+        r, mk = self.r, self.mk
+        pad = "  " * depth
+        st = mk.store
+        cells = mk.cells()
+        accs = [f"hl_acc{k}" for k in range(len(cells))]
+        out = [pad + "{"]
+        for name, (row, q) in zip(accs, cells):
+            out.append(f"{pad}  {self.vt} {name} = hl_vld_{self.vt[3:]}({self._addr(st.buffer, st.indices, self._env(row, q))});")
+        inner = depth + 1
+        for f in mk.red:
+            v = r.name(f.var, f.var.name)
+            out += [f"{'  ' * inner}{p}" for p in r.loop_pragma(f)]
+            out.append(f"{'  ' * inner}for ({r.int64_type} {v} = 0; {v} < {r.expr(f.extent)}; ++{v}) {{")
+            inner += 1
+        ipad = "  " * inner
+        temps: dict[str, str] = {}
+        body: list[str] = []
+        for name, (row, q) in zip(accs, cells):
+            body.append(f"{ipad}{name} += {self._vexpr(mk.term, self._env(row, q), temps, ipad, out)[0]};")
+        out += body
+        for _ in mk.red:
+            inner -= 1
+            out.append("  " * inner + "}")
+        for name, (row, q) in zip(accs, cells):
+            out.append(f"{pad}  hl_vst_{self.vt[3:]}({self._addr(st.buffer, st.indices, self._env(row, q))}, {name});")
+        out.append(pad + "}")
+        return out
+
+    def _vexpr(self, e: Expr, env: dict, temps: dict, ipad: str, out: list) -> tuple[str, bool]:
+        """(C text, is a vector) of ``e`` for one accumulator; vector loads become temporaries
+        declared once per iteration (in ``out``)."""
+        r = self.r
+        if e.op is Op.LOAD:
+            vec = lane_stride(r.flat_index(e.arg, e.src), self.mk.vec.var) == 1
+            if not vec:
+                return r.load(Expr(Op.LOAD, e.dtype, tuple(substitute(i, env) for i in e.src), e.arg)), False
+            addr = self._addr(e.arg, e.src, env)
+            if addr not in temps:
+                temps[addr] = f"hl_v{len(temps)}"
+                out.append(f"{ipad}const {self.vt} {temps[addr]} = hl_vld_{self.vt[3:]}({addr});")
+            return temps[addr], True
+        if e.op is Op.CONST:
+            return r.const(e.arg, e.dtype), False
+        if e.op is Op.VAR:
+            return r.expr(substitute(e, env)), False
+        parts = [self._vexpr(s, env, temps, ipad, out) for s in e.src]
+        anyv = any(p[1] for p in parts)
+        if e.op is Op.NEG:
+            return f"(-{parts[0][0]})", anyv
+        return f"({parts[0][0]} {_ARITH[e.op]} {parts[1][0]})", anyv
+
+
+__all__ = ["MicroKernel", "MicroKernelPrinter", "lane_stride", "match", "vector_helpers", "vector_type"]

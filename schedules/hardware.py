@@ -1,0 +1,43 @@
+"""What schedules need to know about a machine, as plain data (no runtime objects).
+
+The runtime fills a ``Hardware`` for each target (detected from the compiler's target macros and
+the OS's cache description); templates size register tiles and cache blocks from it, and the C
+renderer picks its vector width from it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """``vector_bytes``: widest float SIMD register the compiler targets (64 for AVX-512, 32 for
+    AVX2, 16 for SSE/NEON, 0 when unknown); ``vector_regs``: how many such registers; ``fma``:
+    fused multiply-add instructions; cache sizes in bytes (``l1d`` and ``l2`` per core, ``l3``
+    shared); ``threads``: the threads kernels run on; ``isa``: feature names, e.g. 'avx512f'."""
+
+    arch: str = "unknown"
+    vector_bytes: int = 16
+    vector_regs: int = 16
+    fma: bool = False
+    l1d: int = 32 << 10
+    l2: int = 512 << 10
+    l3: int = 8 << 20
+    threads: int = 1
+    isa: tuple[str, ...] = ()
+
+    def lanes(self, itemsize: int) -> int:
+        """Elements of ``itemsize`` bytes in one vector register (at least 1)."""
+        return max(1, self.vector_bytes // itemsize)
+
+    def as_dict(self) -> dict:
+        return {"arch": self.arch, "vector_bytes": self.vector_bytes, "vector_regs": self.vector_regs,
+                "fma": self.fma, "l1d": self.l1d, "l2": self.l2, "l3": self.l3, "threads": self.threads,
+                "isa": list(self.isa)}
+
+
+#: a conservative machine for code paths that know nothing better (SSE-class, 16 registers)
+GENERIC = Hardware()
+
+__all__ = ["GENERIC", "Hardware"]
