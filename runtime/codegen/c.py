@@ -12,8 +12,8 @@ from ...dsl.ops import Op
 from ...schedules.hardware import GENERIC, Hardware
 from ...schedules.loops import Allocate, For, LoweredFunc
 from .cstyle import CStyleRenderer
+from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, multiplies_16bit, rounding_helpers
 from .microkernel import MicroKernelPrinter, match, vector_helpers
-from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, rounding_helpers
 from .vmath import VMATH_C
 
 #: float32 functions with vectorizable inline versions
@@ -36,6 +36,13 @@ def helpers() -> str:
 #include <math.h>
 #include <time.h>
 #define HL_INLINE static inline __attribute__((always_inline))
+/* gcc contracts across statements (-ffp-contract=fast): functions multiplying 16-bit floats
+   turn it off (clang's default contracts only within one expression, never across a rounding) */
+#if defined(__GNUC__) && !defined(__clang__)
+#define HL_NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define HL_NO_CONTRACT
+#endif
 HL_INLINE float hl_round_f16(float f) { return (float)(_Float16)f; }
 HL_INLINE uint16_t hl_f32_to_f16bits(float f) { _Float16 h = (_Float16)f; uint16_t u; memcpy(&u, &h, 2); return u; }
 HL_INLINE float hl_f16bits_to_f32(uint16_t u) { _Float16 h; memcpy(&h, &u, 2); return (float)h; }
@@ -83,6 +90,12 @@ class CRenderer(CStyleRenderer):
     def render(self, fn: LoweredFunc) -> str:
         body = self.function(fn)     # first: it decides which vector types the preamble declares
         return "\n".join([self.preamble(fn), *self.vector_types.values(), body, self.postamble(fn)])
+
+    def signature(self, fn: LoweredFunc) -> str:
+        """A function rounding 16-bit products is compiled uncontracted (helpers.multiplies_16bit);
+        float32 code elsewhere keeps its fused multiply-adds."""
+        sig = super().signature(fn)
+        return f"HL_NO_CONTRACT {sig}" if multiplies_16bit(fn) else sig
 
     def float_op(self, op, a, d):
         if d is not dt.float64 and op in _VMATH:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ...dsl import dtypes as dt
 from ...dsl.errors import CompileError, MissingDependencyError
+from ...dsl.ops import Op
 from ...schedules.loops import LoweredFunc
 from .cstyle import RESERVED, CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, rounding_helpers
@@ -80,6 +81,7 @@ class CUDARenderer(OpenCLRenderer):
     index_type = "long long"
     shared_qualifier = "__shared__ "
     vector_types = False
+    no_contract = ""                 # 16-bit products use __fmul_rn, which nvcc never contracts
 
     def __init__(self, max_work_group_size: int | None = 1024, max_work_item_sizes: tuple | None = (1024, 1024, 64),
                  local_mem_size: int | None = 48 * 1024, device: str = "the CUDA device"):
@@ -94,6 +96,8 @@ class CUDARenderer(OpenCLRenderer):
         return _TYPES[d.name]
 
     def float_op(self, op, a, d):
+        if op is Op.MUL and d in (dt.float16, dt.bfloat16):   # rounded before use: never fused into an FMA
+            return f"__fmul_rn({a[0]}, {a[1]})"
         return CStyleRenderer.float_op(self, op, a, d)    # expf/logf/...: CUDA's libm names
 
     def preamble(self, fn: LoweredFunc) -> str:

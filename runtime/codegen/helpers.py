@@ -2,12 +2,20 @@
 names: XLA's semantics where C's differ (integer division and remainder by zero and overflow,
 shifts by the bit width or more, saturating float -> int casts, NaN-propagating max/min) and
 numpy's float floor division. Each backend adds its own bit-level conversions (bf16, f16,
-bitcasts between floats and ints) since C uses ``memcpy`` and OpenCL ``as_<type>``."""
+bitcasts between floats and ints) since C uses ``memcpy`` and OpenCL ``as_<type>``.
+
+16-bit floats are rounded after every op; ``multiplies_16bit`` tells a backend when it must keep
+the compiler from fusing a rounded product into a multiply-add."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from ...dsl import dtypes as dt
+from ...dsl.expr import walk
+from ...dsl.ops import Op
+from ...schedules.loops import LoweredFunc, stmt_exprs, walk_stmts
 
 
 def _c_popcnt(t: str, u: str, bits: int) -> str:
@@ -37,6 +45,15 @@ class HelperTypes:
 
     def unsigned(self, bits: int) -> str:
         return next(t for t, b, s in self.ints.values() if b == bits and not s)
+
+
+def multiplies_16bit(fn: LoweredFunc) -> bool:
+    """Whether ``fn`` multiplies float16/bfloat16 values. Each such product is rounded to 16 bits
+    before it is added; a compiler contracting ``round16(a * b) + c`` into one fused multiply-add
+    (in half precision on AVX512-FP16, which the exact narrowing ``(half)((float)a * (float)b) ->
+    a * b`` makes possible) skips that rounding, so backends render such functions uncontracted."""
+    return any(e.op is Op.MUL and e.dtype in (dt.float16, dt.bfloat16)
+               for s in walk_stmts(fn.body) for e in walk(stmt_exprs(s)))
 
 
 def rounding_helpers(ty: HelperTypes, fp64: bool = True) -> list[str]:

@@ -53,7 +53,7 @@ from ...schedules.loops import (
 )
 from .clvec import render_vector_loop
 from .cstyle import _FMATH, RESERVED, CStyleRenderer
-from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, rounding_helpers
+from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, multiplies_16bit, rounding_helpers
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +240,7 @@ class OpenCLRenderer(CStyleRenderer):
     index_type = "long"              # loop and id variables
     shared_qualifier = "__local "
     vector_types = True              # vloadN/vstoreN for contiguous 'vectorize' loops
+    no_contract = "#pragma OPENCL FP_CONTRACT OFF"   # before kernels rounding 16-bit products
 
     def __init__(self, fp16: bool = False, fp64: bool = True, max_work_group_size: int | None = None,
                  max_work_item_sizes: tuple | None = None, local_mem_size: int | None = None,
@@ -460,6 +461,8 @@ class OpenCLRenderer(CStyleRenderer):
             sources.append(src)
             launches.append(launch)
             item += self._item_scratch
+        if self.no_contract and multiplies_16bit(fn):     # its rounded 16-bit products must not fuse into multiply-adds
+            sources.insert(0, self.no_contract)
         return Program("\n".join([self.preamble(fn), *sources]), tuple(launches),
                        tuple(shared.values()) + tuple(item))
 
