@@ -79,8 +79,8 @@ def _labels(ctx, instr):
 
 def lower_convolution(ctx, instr, operands):
     """``convolution`` (dim_labels, window size/stride/padding/lhs_dilate/rhs_dilate/reversal,
-    feature_group_count); taps outside the input read zero:
-    https://openxla.org/xla/operation_semantics#conv_convolution"""
+    feature_group_count); padded taps multiply zero by the weight, as on XLA:CPU (skipped
+    under lhs_dilate): https://openxla.org/xla/operation_semantics#conv_convolution"""
     lhs, rhs = operands
     lb, lf, ri, ro, ob, of, sp = _labels(ctx, instr)
     if int(instr.attr("batch_group_count", 1)) != 1:
@@ -106,6 +106,9 @@ def lower_convolution(ctx, instr, operands):
         return ew(instr, out, lambda *i: const(0, out_dt))
     kc = reduce_axis(cin_g, "ic")
     ks = [reduce_axis(size[s], f"kw{s}") for s in range(n)]
+    # XLA:CPU multiplies the zero padding by the weights (0 * inf = NaN); with an lhs (base)
+    # dilation it skips both the padding and the dilation holes
+    multiply_padding = all(d == 1 for d in ldil)
 
     def f(*i):
         li, rix = [None] * len(lhs.shape), [None] * len(rhs.shape)
@@ -120,11 +123,13 @@ def lower_convolution(ctx, instr, operands):
             c, li[la] = window_tap(i[oa], k, stride[s], rdil[s], pad[s][0], out[oa], size[s], lhs.shape[la],
                                    ldil[s])
             conds += c
-        prod = binary(Op.MUL, cast(load(lhs, li), acc), cast(load(rhs, rix), acc))
+        x, w = cast(load(lhs, li), acc), cast(load(rhs, rix), acc)
         c = all_of(conds)
-        if c is not None:
-            prod = select(c, prod, const(0, acc))
-        return dsl_sum(prod, axis=[kc] + ks)
+        if c is None:
+            return dsl_sum(binary(Op.MUL, x, w), axis=[kc] + ks)
+        if multiply_padding:     # a padded tap is 0 * w (NaN for an inf or NaN weight)
+            return dsl_sum(binary(Op.MUL, select(c, x, const(0, acc)), w), axis=[kc] + ks)
+        return dsl_sum(select(c, binary(Op.MUL, x, w), const(0, acc)), axis=[kc] + ks)
     name = instr.name if acc is out_dt else f"{instr.name}.acc"
     return _finish(instr, reduce_compute(out, f, name, "convolution"), out_dt)
 
