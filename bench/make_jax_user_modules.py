@@ -5,7 +5,7 @@ Each function is lowered with ``jax.jit(f).lower(*args).compiler_ir('hlo').as_hl
 ``jax.jit(f).lower(*args).as_text()`` (NAME.stablehlo.mlir); its inputs and JAX's outputs go
 to NAME.npz (``arg0.., out0..``). ``tests/test_jax_user_modules.py`` and
 ``tests/test_stablehlo.py`` run them through hlotune.
-Run: ``python -m bench.make_jax_user_modules`` (needs the ``bench`` extra).
+Run: ``python -m bench.make_jax_user_modules [NAME ...]`` (needs the ``bench`` extra).
 """
 
 from __future__ import annotations
@@ -48,13 +48,34 @@ def functions():
         "argsort": (lambda x: jnp.argsort(x, axis=-1), (f32(5, 11),)),
         "while_loop": (lambda x, s: lax.while_loop(lambda v: v[0] < 50.0, lambda v: (v[0] + s, v[1] * 1.5),
                                                    (jnp.float32(0), x)), (f32(8), np.float32(7.0))),
+        "top_k_sort": (lambda x: top_k_by_sort(x, 16), (special(f32(32, 1000), r),)),
+        "sort_multikey": (lambda k, x, v: lax.sort((k, x, v), dimension=1, num_keys=2),
+                          (r.integers(0, 3, (8, 40)).astype(np.int32), special(f32(8, 40), r), f32(8, 40))),
     }
 
 
-def main():
+def top_k_by_sort(x, k):
+    """The ``k`` largest of each row and their indices, through a full descending argsort."""
+    import jax.numpy as jnp
+    i = jnp.argsort(x, axis=-1, descending=True)[:, :k]
+    return jnp.take_along_axis(x, i, axis=-1), i
+
+
+def special(x, r):
+    """``x`` with ties, +-0.0, +-inf and NaNs of both signs sprinkled in (sort tests)."""
+    flat = x.copy().reshape(-1)
+    vals = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 1.0, 1.0], np.float32)
+    hit = r.random(flat.size) < 0.1
+    flat[hit] = r.choice(vals, hit.sum())
+    return flat.reshape(x.shape)
+
+
+def main(names=None):
     import jax
     OUT.mkdir(parents=True, exist_ok=True)
     for name, (f, args) in functions().items():
+        if names and name not in names:
+            continue
         lowered = jax.jit(f).lower(*args)
         (OUT / f"{name}.hlo").write_text(lowered.compiler_ir("hlo").as_hlo_text())
         (OUT / f"{name}.opt.hlo").write_text(lowered.compile().as_text())
@@ -67,4 +88,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    main(sys.argv[1:])

@@ -8,6 +8,7 @@ fresh placeholders) through ``run``, or numpy.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Iterator
 
 import numpy as np
@@ -15,6 +16,9 @@ import numpy as np
 from ...expr import IterVar, const
 from ...tensor import Graph, WhileLoop, extern
 from .common import dtype_of, eval_scalar, ew, flatten, ints, unsupported
+from .sortkeys import lex_keys, lexsort_perm, sortable
+
+log = logging.getLogger(__name__)
 
 
 def _unflatten(shape, it: Iterator):
@@ -119,75 +123,44 @@ def lower_conditional(ctx, instr, operands):
 
 # ----------------------------------------------------------------------------- sort, TopK
 
-def order_key(a: np.ndarray) -> np.ndarray:
-    """An unsigned integer array ordered as ``a`` (IEEE totalOrder for floats)."""
-    a = np.ascontiguousarray(a)
-    if a.dtype.kind == "b":
-        return a.astype(np.uint8)
-    bits = a.dtype.itemsize * 8
-    u = np.dtype(f"uint{bits}")
-    sign = np.array(1 << (bits - 1), u)
-    if a.dtype.kind == "u":
-        return a
-    if a.dtype.kind == "i":
-        return a.view(u) ^ sign
-    i = a.view(np.dtype(f"int{bits}"))
-    k = i ^ ((i >> np.array(bits - 1, i.dtype)) & np.array((1 << (bits - 1)) - 1, i.dtype))
-    return k.view(u) ^ sign
-
-
-def _comparator(ctx, instr, n):
-    """(key operand, descending) for a comparator ``compare(p[2k], p[2k+1])`` LT/GT, else None."""
-    comp = ctx.computation(instr.attr("to_apply"))
-    root = comp.root_instruction
-    if root.opcode != "compare" or root.attr("direction") not in ("LT", "GT"):
-        return None
-    a, b = (comp.by_name[o] for o in root.operands)
-    if a.opcode != "parameter" or b.opcode != "parameter":
-        return None
-    pa, pb = a.parameter_number, b.parameter_number
-    if pa // 2 != pb // 2 or pa == pb:
-        return None
-    desc = (root.attr("direction") == "GT") == (pa < pb)
-    return pa // 2, desc
-
-
 def lower_sort(ctx, instr, operands):
-    """``sort`` along ``dimension`` (stable) as an extern op; the comparator is read as a key
-    compare when it is one, else evaluated pairwise: https://openxla.org/xla/operation_semantics#sort"""
+    """``sort`` along ``dimension`` (stable) as an extern op. Comparators ordering by keys (JAX's
+    numeric, total-order and multi-key ones, see sortkeys.py) run as numpy's stable lexsort; any
+    other is evaluated pairwise: https://openxla.org/xla/operation_semantics#sort"""
     n = len(operands)
     dim = ints(instr, "dimensions", (0,))[0]
     rank = len(operands[0].shape)
     dim = dim % rank if rank else 0
-    simple = _comparator(ctx, instr, n)
-    fn = None if simple else ctx.scalar_fn(instr.attr("to_apply"), instr)
+    fn = ctx.scalar_fn(instr.attr("to_apply"), instr)
     pv = [IterVar(f"s{k}", 0, "param", operands[k // 2].dtype) for k in range(2 * n)]
-    less = fn([v.var for v in pv])[0] if fn else None
+    less = fn([v.var for v in pv])[0]
+    keys = lex_keys(less, pv)
+    log.debug("sort '%s': %s", instr.name, f"{len(keys)} key(s), lexsort" if keys else "pairwise comparator")
 
     def run_sort(arrays, run):
         arrays = [np.asarray(a) for a in arrays]
         if arrays[0].size == 0:
             return tuple(arrays)
-        if simple is not None:
-            key = order_key(arrays[simple[0]])
-            perm = np.argsort(~key if simple[1] else key, axis=dim, kind="stable")
-            return tuple(np.take_along_axis(a, perm, axis=dim) for a in arrays)
-        moved = [np.moveaxis(a, dim, -1) for a in arrays]
-        flat = [m.reshape(-1, m.shape[-1]) for m in moved]
-        perm = np.zeros(flat[0].shape, np.int64)
-        for r in range(perm.shape[0]):
-            def lt(x, y, r=r):
-                env = {}
-                for k in range(n):
-                    env[pv[2 * k]], env[pv[2 * k + 1]] = flat[k][r, x], flat[k][r, y]
-                return bool(eval_scalar(less, env))
-            order = sorted(range(perm.shape[1]),
-                           key=functools.cmp_to_key(lambda x, y: -1 if lt(x, y) else int(lt(y, x))))
-            perm[r] = order
-        perm = np.moveaxis(perm.reshape(moved[0].shape), -1, dim)
+        perm = lexsort_perm(keys, arrays, dim) if keys else _pairwise_perm(less, pv, arrays, dim)
         return tuple(np.take_along_axis(a, perm, axis=dim) for a in arrays)
     return _extern_result(ctx, instr, "sort", operands, run_sort,
                           (("dimension", dim), ("to_apply", instr.attr("to_apply"))))
+
+
+def _pairwise_perm(less, pv, arrays, dim) -> np.ndarray:
+    """The stable sorting permutation along ``dim`` calling comparator ``less`` per pair."""
+    n = len(arrays)
+    moved = [np.moveaxis(a, dim, -1) for a in arrays]
+    flat = [m.reshape(-1, m.shape[-1]) for m in moved]
+    perm = np.zeros(flat[0].shape, np.int64)
+    for r in range(perm.shape[0]):
+        def lt(x, y, r=r):
+            env = {}
+            for k in range(n):
+                env[pv[2 * k]], env[pv[2 * k + 1]] = flat[k][r, x], flat[k][r, y]
+            return bool(eval_scalar(less, env))
+        perm[r] = sorted(range(perm.shape[1]), key=functools.cmp_to_key(lambda x, y: -1 if lt(x, y) else int(lt(y, x))))
+    return np.moveaxis(perm.reshape(moved[0].shape), -1, dim)
 
 
 def lower_custom_call(ctx, instr, operands):
@@ -201,7 +174,7 @@ def lower_custom_call(ctx, instr, operands):
 
     def run_topk(arrays, run):
         a = np.asarray(arrays[0])
-        perm = np.argsort(~order_key(a), axis=-1, kind="stable")[..., :k]
+        perm = np.argsort(~sortable(a), axis=-1, kind="stable")[..., :k]
         return np.take_along_axis(a, perm, axis=-1), perm.astype(np.int32)
     return _extern_result(ctx, instr, "topk", [x], run_topk, (("k", k),))
 
