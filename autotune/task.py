@@ -48,10 +48,16 @@ class Task:
         return s.stage_of_op(self.root_op)
 
     @property
+    def hardware(self):
+        """The target's machine facts with this task's thread count."""
+        from dataclasses import replace
+        return replace(self.target.hardware, threads=self.threads)
+
+    @property
     def space(self) -> Space:
         s = Schedule(self.graph)
         fuse_default(s)
-        return self.template.space(self.stage(s), self.threads)
+        return self.template.space(self.stage(s), self.hardware)
 
     def schedule(self, config: dict | None) -> Schedule:
         """The stage graph scheduled with ``config`` (None: the default schedule)."""
@@ -61,7 +67,7 @@ class Task:
         if not config:
             stage_default(s, st, self.target, self.threads)
         else:
-            self.template.apply(s, st, config, self.threads)
+            self.template.apply(s, st, config, self.hardware)
         return s
 
     @property
@@ -176,7 +182,7 @@ def tuned_schedule_fn(db, target: Target):
             key = workload_key(stage_graph(s, st))
             best = db.best(key, target.key) if db is not None else None
             if best is not None and best.config:
-                templates_for(target)[classify(st)].apply(s, st, best.config, os.cpu_count() or 1)
+                templates_for(target)[classify(st)].apply(s, st, best.config, target.hardware)
             else:
                 stage_default(s, st, target)
         return s

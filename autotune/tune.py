@@ -146,9 +146,19 @@ def tune_graph(outputs, inputs, target: Target, trials: int, db: Database, tuner
         shares = {k: int(left * w / total) for k, w in weights.items()}
         for k in sorted(weights, key=weights.get, reverse=True)[: left - sum(shares.values())]:
             shares[k] += 1
-        for task in sorted(tasks, key=lambda t: -weights[t.key]):
-            _tune_task(task, shares[task.key], db, tuner, seed, batch, measurer, record, results[task.key], bar,
-                       tuner_options or {})
+        # a task whose space runs out hands the rest of its share on, to the next task and
+        # then to another round over those that still have configs left
+        spare, order = 0, sorted(tasks, key=lambda t: -weights[t.key])
+        while order:
+            more = []
+            for task in order:
+                share = shares.pop(task.key, 0) + spare
+                spent = _tune_task(task, share, db, tuner, seed, batch, measurer, record, results[task.key], bar,
+                                   tuner_options or {})
+                spare = share - spent
+                if spent == share and share:
+                    more.append(task)
+            order = more if spare else []
     finally:
         bar.close()
         for m in measurers.values():
@@ -160,14 +170,18 @@ def tune_graph(outputs, inputs, target: Target, trials: int, db: Database, tuner
     return [results[t.key] for t in tasks]
 
 
-def _tune_task(task, budget, db, tuner_name, seed, batch, measurer, record, res, bar, options):
+def _tune_task(task, budget, db, tuner_name, seed, batch, measurer, record, res, bar, options) -> int:
+    """Tune one task with up to ``budget`` measurements; returns how many it made."""
     if budget <= 0:
-        return
+        return 0
     space = task.space
     tuner = get_tuner(tuner_name, space, seed, **options)
     prior = db.measured_configs(task.key, task.target.key)
-    known = [(task.template.complete(t.config), None if t.failure else math.log(t.median))
-             for t in prior.values() if t.config]
+    known = []
+    for t in prior.values():
+        c = task.template.complete(t.config)
+        if t.config and _in_space(space, c):      # configs of an older template are not told
+            known.append((c, None if t.failure else math.log(t.median)))
     if known:
         tuner.tell([c for c, _ in known], [y for _, y in known])
     seen = {config_key(c) for c, _ in known}
@@ -196,6 +210,15 @@ def _tune_task(task, budget, db, tuner_name, seed, batch, measurer, record, res,
         best = db.best(task.key, task.target.key)
         if best is not None:
             bar.set_postfix_str(f"{task.family} best {best.median * 1e6:.1f}us")
+    return spent
+
+
+def _in_space(space, config) -> bool:
+    try:
+        space.validate(config)
+    except ConfigError:
+        return False
+    return True
 
 
 def _summarize(db, task, target, res: TaskResult) -> None:

@@ -26,7 +26,7 @@ def compiler_macros(cc: str, flags: tuple[str, ...]) -> frozenset[str]:
     keep = [f for f in flags if f.startswith(("-m", "-march", "-mcpu"))]
     try:
         out = subprocess.run([cc, *keep, "-dM", "-E", "-x", "c", os.devnull], capture_output=True,
-                             text=True, timeout=30)
+                             text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
         log.warning("cannot ask %s for its target macros: %s", cc, e)
         return frozenset()

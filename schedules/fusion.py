@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 import os
 
-from ..dsl.expr import substitute, walk
+from ..dsl.expr import walk
 from ..dsl.ops import Op
-from ..dsl.tensor import Graph, Tensor, input_tensors
+from ..dsl.tensor import Graph, input_tensors
 from .schedule import Schedule, Stage
 
 log = logging.getLogger(__name__)
@@ -101,87 +101,20 @@ def fuse_default(s: Schedule) -> None:
             s.compute_inline(st.op.output(0))
 
 
-def _tiled_default(s: Schedule, st: Stage, threads: int) -> bool:
-    """Dots and convolutions whose inputs are not contiguous along the reduction get the tiled
-    template with a register-tile config that is good on CPUs (4 rows x up to 64 vectorized
-    columns accumulated in a local buffer, k outermost in the tile). The config is tried on a
-    replayed copy first, so a shape it does not fit leaves ``s`` untouched. True if applied."""
+def _tiled_default(s: Schedule, st: Stage, hw) -> bool:
+    """Dots and convolutions whose output's last axis can be vectorized get the gemm template
+    (packed panels around a register micro-kernel) with its machine-derived default config; the
+    config is tried on a replayed copy first, so a shape it does not fit leaves ``s`` untouched.
+    True if applied."""
     from .templates.families import TEMPLATES, classify
     fam = classify(st)
-    if fam not in ("dot", "conv"):
+    if fam not in ("dot", "conv") or st.op.axis[-1].extent < 4:
         return False
-    data = [v for v in st.op.axis]
-    red = list(st.op.reduce_axis)
-    plans = [(v, _vector_plan(s, st, v)) for v in data[::-1][:2]]
-    plans = [(v, p) for v, p in plans if p is not None]
-    if plans:    # the output axis whose operands need the fewest transposed packs
-        vec, packs = min(plans, key=lambda vp: sum(lay is not None for _, lay in vp[1]))
-    else:
-        if simd_reducible(st) and _contiguous_in(st, red[-1]) > _contiguous_in(st, data[-1]):
-            return False
-        vec, packs = data[-1], []
     t = TEMPLATES[fam]
-    for tensor, layout in packs:    # packed once, so that the vector loop reads rows
-        packed = s.cache_read(tensor, "shared", [st], layout)
-        loop_default(s, s.stage(packed), threads)
-    space = t.space(st, threads)
-
-    def pick(name, want):
-        vals = [v for v in space.knob(name).values if v <= want] or list(space.knob(name).values)
-        return max(vals)
-    c = {"tile_x": pick("tile_x", 4), "tile_y": pick("tile_y", 64), "split_k": 1, "order": "kxy",
-         "cache_write": 1, "unroll_x": 1, "parallel": max(space.knob("parallel").values),
-         "vec": "last" if vec is data[-1] else "second"}
-    return try_template(s, st, t, c, threads)
+    return try_template(s, st, t, t.default_config(st, hw), hw)
 
 
-def _physical_loads(s: Schedule, e):
-    """The loads that reading ``e`` performs once inlined producers are substituted."""
-    p = s.stage_of_op(e.arg.op) if isinstance(e.arg, Tensor) else None
-    if p is None or p.attach != ("inline",):
-        yield e
-        return
-    body = substitute(p.op.body[e.arg.value_index], dict(zip(p.op.axis, e.src)))
-    for x in walk([body]):
-        if x.op is Op.LOAD and isinstance(x.arg, Tensor):
-            yield from _physical_loads(s, x)
-
-
-def _uses(index, v) -> list[bool]:
-    return [any(y.op is Op.VAR and y.arg is v for y in walk([i])) for i in index]
-
-
-def _vector_plan(s: Schedule, st: Stage, v, min_reuse: int = 4) -> list | None:
-    """Packs that make every load of ``st`` run contiguously along ``v`` (``v`` only in the
-    last index of each physical load that uses it): ``[(tensor, layout)]`` to ``cache_read`` at
-    root, ``layout`` None for an inlined view read along its last axis (materialized as it is
-    indexed, ``kt[r, j]`` for ``k[j, r]``), else the permutation moving the axis ``v`` indexes
-    last. Only tensors read at least ``min_reuse`` times each are packed. None when no such
-    packs exist or no load uses ``v``."""
-    extents = {x: x.extent for x in st.op.axis + st.op.reduce_axis}
-    packs, some = [], False
-    for e in walk(list(st.op.body)):
-        if e.op is not Op.LOAD or not isinstance(e.arg, Tensor) or any(e.arg is t for t, _ in packs):
-            continue
-        phys = [_uses(x.src, v) for x in _physical_loads(s, e)]
-        if all(not any(u[:-1]) for u in phys):
-            some = some or any(u and u[-1] for u in phys)
-            continue
-        at = [k for k, u in enumerate(_uses(e.src, v)) if u]
-        used = {y.arg for y in walk(list(e.src)) if y.op is Op.VAR}
-        reuse = 1
-        for x, n in extents.items():
-            reuse *= 1 if x in used else n
-        if len(at) != 1 or reuse < min_reuse:
-            return None
-        n = len(e.src)
-        layout = None if at[0] == n - 1 else tuple(k for k in range(n) if k != at[0]) + (at[0],)
-        packs.append((e.arg, layout))
-        some = True
-    return packs if some else None
-
-
-def try_template(s: Schedule, st: Stage, t, config: dict, threads: int = 1) -> bool:
+def try_template(s: Schedule, st: Stage, t, config: dict, threads=1) -> bool:
     """Apply template ``t`` with ``config`` to stage ``st`` when it schedules and lowers on a
     replayed copy of ``s`` (so a config that does not fit leaves ``s`` untouched); True if applied."""
     from ..dsl.errors import ConfigError, ScheduleError
@@ -195,11 +128,13 @@ def try_template(s: Schedule, st: Stage, t, config: dict, threads: int = 1) -> b
     return True
 
 
-def loop_default(s: Schedule, st: Stage, threads: int | None = None) -> None:
-    """Parallel outer loops and a vectorized inner loop for one root stage (a register-tiled
-    schedule for dots and convolutions)."""
-    threads = threads or os.cpu_count() or 1
-    if _tiled_default(s, st, threads):
+def loop_default(s: Schedule, st: Stage, threads=None) -> None:
+    """Parallel outer loops and a vectorized inner loop for one root stage (packed panels and a
+    register micro-kernel for dots and convolutions). ``threads``: a Hardware or a count."""
+    from .templates.base import as_hardware
+    hw = as_hardware(threads or os.cpu_count() or 1)
+    threads = hw.threads
+    if _tiled_default(s, st, hw):
         return
     data = [v for v in st.leaf if v.kind == "data"]
     red = [v for v in st.leaf if v.kind == "reduce"]
@@ -242,13 +177,17 @@ def stage_default(s: Schedule, st: Stage, target=None, threads: int | None = Non
     family's device template with ``default_config``; else (or when that config does not fit
     the stage) ``loop_default``."""
     kind = getattr(target, "kind", target) or "cpu"
+    hw = getattr(target, "hardware", None)
+    if hw is not None and threads:
+        from dataclasses import replace
+        hw = replace(hw, threads=threads)
     if kind != "cpu":
         from .templates.families import classify, templates_for
         t = templates_for(target)[classify(st)]
         if try_template(s, st, t, t.default_config(st)):
             return
         log.debug("no device default for stage '%s'; loop default", st.name)
-    loop_default(s, st, threads)
+    loop_default(s, st, hw or threads)
 
 
 def default_schedule(outputs, inputs=None, threads: int | None = None, target=None) -> Schedule:

@@ -10,7 +10,7 @@ from ...dsl import dtypes as dt
 from ...dsl.errors import ScheduleError
 from ...dsl.ops import Op
 from ...schedules.hardware import GENERIC, Hardware
-from ...schedules.loops import Allocate, For, LoweredFunc
+from ...schedules.loops import Allocate, Buffer, For, If, Let, LoweredFunc, Seq
 from .cstyle import CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, multiplies_16bit, rounding_helpers
 from .microkernel import MicroKernelPrinter, match, vector_helpers
@@ -46,7 +46,10 @@ def helpers() -> str:
 HL_INLINE float hl_round_f16(float f) { return (float)(_Float16)f; }
 HL_INLINE uint16_t hl_f32_to_f16bits(float f) { _Float16 h = (_Float16)f; uint16_t u; memcpy(&u, &h, 2); return u; }
 HL_INLINE float hl_f16bits_to_f32(uint16_t u) { _Float16 h; memcpy(&h, &u, 2); return (float)h; }
-static void* hl_alloc(size_t n) { void* p = NULL; if (posix_memalign(&p, 64, n ? n : 64)) abort(); return p; }
+/* heap scratch: NULL when it cannot be had; the kernel then skips its work and returns nonzero
+   (hl_status), which the runtime turns into MemoryError. Never abort(): it would end the host. */
+static void* hl_alloc(size_t n) { void* p = NULL; return posix_memalign(&p, 64, n ? n : 64) ? NULL : p; }
+#define HL_OUT_OF_MEMORY() __atomic_store_n(&hl_status, 1, __ATOMIC_RELAXED)
 """]
     pairs = [("f32", "float", "i32"), ("f32", "float", "u32"), ("f64", "double", "i64"), ("f64", "double", "u64")]
     for f, ft, i in pairs:
@@ -71,6 +74,7 @@ class CRenderer(CStyleRenderer):
     (microkernel.py) render as GNU C vector code sized for ``hardware``'s vector registers."""
 
     local_array_attr = " __attribute__((aligned(64)))"
+    return_type = "int"
 
     def __init__(self, hardware: Hardware | None = None):
         super().__init__()
@@ -83,7 +87,8 @@ class CRenderer(CStyleRenderer):
             mk = match(s, self.flat_index, hw.vector_bytes, hw.vector_regs)
             if mk is not None:
                 p = MicroKernelPrinter(self, mk)
-                self.vector_types.setdefault(p.vt, vector_helpers(p.d, mk.lanes))
+                for n, vt in p.types.items():
+                    self.vector_types.setdefault(vt, vector_helpers(p.d, n))
                 return p.lines(depth)
         return super().stmt(s, depth)
 
@@ -123,13 +128,22 @@ class CRenderer(CStyleRenderer):
         return []
 
     def allocate(self, a: Allocate, pad: str):
+        """Heap buffers (:func:`on_heap`) guard their body: a failed allocation skips it and
+        sets the function's status."""
         b = a.buffer
-        if b.scope == "global" or (b.scope == "shared" and b.size * b.dtype.itemsize > 1 << 16):
+        if on_heap(b):
             t = self.ctype(b.dtype, storage=True)
             n = self.name(b, b.name)
-            return ([f"{pad}{t}* {self.restrict} {n} = ({t}*)hl_alloc({b.size} * sizeof({t}));"],
-                    [f"{pad}free({n});"])
+            return ([f"{pad}{t}* {self.restrict} {n} = ({t}*)hl_alloc({b.size}ULL * sizeof({t}));",
+                     f"{pad}if ({n}) {{"],
+                    [f"{pad}free({n});", f"{pad}}} else HL_OUT_OF_MEMORY();"])
         return super().allocate(a, pad)
+
+    def prologue(self, fn: LoweredFunc) -> list[str]:
+        return ["  int hl_status = 0;   /* nonzero: a heap buffer could not be allocated */"]
+
+    def epilogue(self, fn: LoweredFunc) -> list[str]:
+        return ["  return hl_status;"]
 
     def preamble(self, fn: LoweredFunc) -> str:
         return helpers()
@@ -137,15 +151,38 @@ class CRenderer(CStyleRenderer):
     def postamble(self, fn: LoweredFunc) -> str:
         casts = ", ".join(f"({self.ctype(b.dtype, True)}*)args[{k}]" for k, b in enumerate(fn.args))
         return f"""
-void hl_entry(void** args) {{ {fn.name}({casts}); }}
+int hl_run(void** args) {{ return {fn.name}({casts}); }}
+void hl_entry(void** args) {{ (void)hl_run(args); }}
 double hl_bench(void** args, int64_t number) {{
   struct timespec t0, t1;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (int64_t n = 0; n < number; ++n) {fn.name}({casts});
+  for (int64_t n = 0; n < number; ++n) if ({fn.name}({casts})) return -1.0;
   clock_gettime(CLOCK_MONOTONIC, &t1);
   return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
 }}
 """
+
+
+def on_heap(b: Buffer) -> bool:
+    """Whether the C renderer allocates ``b`` with ``hl_alloc`` (global scratch, and shared
+    buffers over 64 KiB) rather than on the stack."""
+    return b.scope == "global" or (b.scope == "shared" and b.size * b.dtype.itemsize > 1 << 16)
+
+
+def heap_bytes(fn: LoweredFunc) -> int:
+    """Bytes of heap scratch ``fn`` allocates (each buffer once), for the check before running."""
+    total, stack = 0, [fn.body]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, Seq):
+            stack.extend(s.stmts)
+        elif isinstance(s, If):
+            stack.append(s.then)
+        elif isinstance(s, (For, Let, Allocate)):
+            stack.append(s.body)
+            if isinstance(s, Allocate) and on_heap(s.buffer):
+                total += s.buffer.size * s.buffer.dtype.itemsize
+    return total
 
 
 def render_c(fn: LoweredFunc, hardware: Hardware | None = None) -> str:
@@ -153,4 +190,4 @@ def render_c(fn: LoweredFunc, hardware: Hardware | None = None) -> str:
     return CRenderer(hardware).render(fn)
 
 
-__all__ = ["CRenderer", "helpers", "render_c"]
+__all__ = ["CRenderer", "heap_bytes", "helpers", "on_heap", "render_c"]

@@ -40,17 +40,29 @@ class MicroKernel:
     vec: For
     store: Store
     term: Expr
-    lanes: int
+    chunks: tuple[tuple[int, int], ...]     # (first lane, lanes) covering the vector loop
 
     @property
     def accumulators(self) -> int:
-        return math.prod(t.extent.arg for t in self.tile) * (self.vec.extent.arg // self.lanes)
+        return math.prod(t.extent.arg for t in self.tile) * len(self.chunks)
 
     def cells(self):
-        """(tile values, chunk start) of every accumulator, rows outer."""
+        """(tile values, chunk start, lanes) of every accumulator, rows outer."""
         rows = itertools.product(*(range(t.extent.arg) for t in self.tile))
-        chunks = range(0, self.vec.extent.arg, self.lanes)
-        return [(r, q) for r in rows for q in chunks]
+        return [(r, q, n) for r in rows for q, n in self.chunks]
+
+
+def chunks(n: int, widest: int) -> tuple[tuple[int, int], ...] | None:
+    """``n`` lanes as vectors of ``widest``, then narrower powers of two down to 4 lanes
+    (``(first, lanes)`` pairs), or None when a remainder under 4 lanes is left."""
+    out, q, w = [], 0, widest
+    while q < n and w >= 4:
+        if n - q >= w:
+            out.append((q, w))
+            q += w
+        else:
+            w //= 2
+    return tuple(out) if q == n and out else None
 
 
 def _vars(e: Expr) -> set:
@@ -107,12 +119,10 @@ def match(loop: For, flat_index, vector_bytes: int, vector_regs: int) -> MicroKe
         return None
     if lane_stride(flat_index(buf, s.indices), vec.var) != 1 or not _vector_term(term, vec.var, d, buf, flat_index):
         return None
-    lanes = vector_bytes // d.itemsize
-    while lanes >= 4 and vec.extent.arg % lanes:
-        lanes //= 2
-    if lanes < 4 or lanes * d.itemsize < 16:
+    cs = chunks(vec.extent.arg, vector_bytes // d.itemsize)
+    if cs is None or any(n * d.itemsize < 16 for _, n in cs):
         return None
-    mk = MicroKernel(tuple(red), tuple(tile), vec, s, term, lanes)
+    mk = MicroKernel(tuple(red), tuple(tile), vec, s, term, cs)
     return mk if mk.accumulators <= vector_regs - 3 else None
 
 
@@ -165,7 +175,7 @@ class MicroKernelPrinter:
         self.r = r
         self.mk = mk
         self.d = mk.store.buffer.dtype
-        self.vt = vector_type(self.d, mk.lanes)
+        self.types = {n: vector_type(self.d, n) for _, n in mk.chunks}
 
     def _env(self, row, q) -> dict:
         env = {t.var: Expr(Op.CONST, dt.index, (), c) for t, c in zip(self.mk.tile, row)}
@@ -183,8 +193,9 @@ class MicroKernelPrinter:
         cells = mk.cells()
         accs = [f"hl_acc{k}" for k in range(len(cells))]
         out = [pad + "{"]
-        for name, (row, q) in zip(accs, cells):
-            out.append(f"{pad}  {self.vt} {name} = hl_vld_{self.vt[3:]}({self._addr(st.buffer, st.indices, self._env(row, q))});")
+        for name, (row, q, n) in zip(accs, cells):
+            vt = self.types[n]
+            out.append(f"{pad}  {vt} {name} = hl_vld_{vt[3:]}({self._addr(st.buffer, st.indices, self._env(row, q))});")
         inner = depth + 1
         for f in mk.red:
             v = r.name(f.var, f.var.name)
@@ -194,39 +205,40 @@ class MicroKernelPrinter:
         ipad = "  " * inner
         temps: dict[str, str] = {}
         body: list[str] = []
-        for name, (row, q) in zip(accs, cells):
-            body.append(f"{ipad}{name} += {self._vexpr(mk.term, self._env(row, q), temps, ipad, out)[0]};")
+        for name, (row, q, n) in zip(accs, cells):
+            body.append(f"{ipad}{name} += {self._vexpr(mk.term, self._env(row, q), n, temps, ipad, out)[0]};")
         out += body
         for _ in mk.red:
             inner -= 1
             out.append("  " * inner + "}")
-        for name, (row, q) in zip(accs, cells):
-            out.append(f"{pad}  hl_vst_{self.vt[3:]}({self._addr(st.buffer, st.indices, self._env(row, q))}, {name});")
+        for name, (row, q, n) in zip(accs, cells):
+            out.append(f"{pad}  hl_vst_{self.types[n][3:]}({self._addr(st.buffer, st.indices, self._env(row, q))}, {name});")
         out.append(pad + "}")
         return out
 
-    def _vexpr(self, e: Expr, env: dict, temps: dict, ipad: str, out: list) -> tuple[str, bool]:
-        """(C text, is a vector) of ``e`` for one accumulator; vector loads become temporaries
-        declared once per iteration (in ``out``)."""
+    def _vexpr(self, e: Expr, env: dict, n: int, temps: dict, ipad: str, out: list) -> tuple[str, bool]:
+        """(C text, is a vector) of ``e`` for one accumulator of ``n`` lanes; vector loads become
+        temporaries declared once per iteration (in ``out``)."""
         r = self.r
         if e.op is Op.LOAD:
             vec = lane_stride(r.flat_index(e.arg, e.src), self.mk.vec.var) == 1
             if not vec:
                 return r.load(Expr(Op.LOAD, e.dtype, tuple(substitute(i, env) for i in e.src), e.arg)), False
             addr = self._addr(e.arg, e.src, env)
-            if addr not in temps:
-                temps[addr] = f"hl_v{len(temps)}"
-                out.append(f"{ipad}const {self.vt} {temps[addr]} = hl_vld_{self.vt[3:]}({addr});")
-            return temps[addr], True
+            if (addr, n) not in temps:
+                vt = self.types[n]
+                temps[addr, n] = f"hl_v{len(temps)}"
+                out.append(f"{ipad}const {vt} {temps[addr, n]} = hl_vld_{vt[3:]}({addr});")
+            return temps[addr, n], True
         if e.op is Op.CONST:
             return r.const(e.arg, e.dtype), False
         if e.op is Op.VAR:
             return r.expr(substitute(e, env)), False
-        parts = [self._vexpr(s, env, temps, ipad, out) for s in e.src]
+        parts = [self._vexpr(s, env, n, temps, ipad, out) for s in e.src]
         anyv = any(p[1] for p in parts)
         if e.op is Op.NEG:
             return f"(-{parts[0][0]})", anyv
         return f"({parts[0][0]} {_ARITH[e.op]} {parts[1][0]})", anyv
 
 
-__all__ = ["MicroKernel", "MicroKernelPrinter", "lane_stride", "match", "vector_helpers", "vector_type"]
+__all__ = ["MicroKernel", "MicroKernelPrinter", "chunks", "lane_stride", "match", "vector_helpers", "vector_type"]

@@ -10,9 +10,10 @@ anything is compiled.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...dsl.errors import ConfigError
+from ..hardware import GENERIC, Hardware
 from ..schedule import Schedule, Stage
 
 
@@ -107,20 +108,30 @@ class Template:
             if not self.domains[k](v):
                 raise ConfigError(f"knob '{k}' = {v!r} is outside its domain", k)
 
-    def space(self, st: Stage, threads: int = 1) -> Space:
-        return Space(tuple(self.knobs(st, threads)))
+    def space(self, st: Stage, hw: Hardware | int = 1) -> Space:
+        """The knobs of stage ``st`` on machine ``hw`` (a Hardware, or a thread count for the
+        generic machine)."""
+        return Space(tuple(self.knobs(st, as_hardware(hw))))
 
-    def knobs(self, st: Stage, threads: int) -> list[Knob]:
+    def knobs(self, st: Stage, hw: Hardware) -> list[Knob]:
         raise NotImplementedError
 
-    def apply(self, s: Schedule, st: Stage, config: dict, threads: int = 1) -> None:
+    def apply(self, s: Schedule, st: Stage, config: dict, hw: Hardware | int = 1) -> None:
         """Record the steps of ``config`` on stage ``st`` of ``s``."""
+        hw = as_hardware(hw)
         config = self.complete(config)
-        self.space(st, threads).validate(config)
-        self.steps(s, st, config, threads)
+        self.space(st, hw).validate(config)
+        self.steps(s, st, config, hw)
 
-    def steps(self, s: Schedule, st: Stage, config: dict, threads: int) -> None:
+    def steps(self, s: Schedule, st: Stage, config: dict, hw: Hardware) -> None:
         raise NotImplementedError
+
+
+def as_hardware(x) -> Hardware:
+    """A Hardware from a Hardware or a thread count (the generic machine with that many)."""
+    if isinstance(x, Hardware):
+        return x
+    return replace(GENERIC, threads=int(x or 1))
 
 
 def pow2_upto(n: int, lo: int = 1, hi: int | None = None) -> tuple[int, ...]:
@@ -168,6 +179,7 @@ __all__ = [
     "Knob",
     "Space",
     "Template",
+    "as_hardware",
     "divisors",
     "is_pow2",
     "parallel_fuse",

@@ -12,6 +12,7 @@ from ...dsl.tensor import Tensor
 from ..fusion import simd_reducible
 from ..schedule import Stage, check
 from .base import Knob, Template, is_pow2, parallel_fuse, pow2_upto, split_last_reduction
+from .gemm import Gemm, GemmConv
 
 
 def _flag(v) -> bool:
@@ -32,13 +33,14 @@ class Elementwise(Template):
     family = "elementwise"
     domains = {"vector": lambda v: v == 0 or is_pow2(v), "parallel": _flag}
 
-    def knobs(self, st, threads):
+    def knobs(self, st, hw):
         d = _data(st)
         inner = d[-1].extent if d else 1
         vec = (0, 1) + tuple(v for v in pow2_upto(inner, 4, 64) if v < inner)
-        return [Knob("vector", vec), Knob("parallel", (1, 0) if threads > 1 and len(d) > 0 else (0,))]
+        return [Knob("vector", vec), Knob("parallel", (1, 0) if hw.threads > 1 and len(d) > 0 else (0,))]
 
-    def steps(self, s, st, c, threads):
+    def steps(self, s, st, c, hw):
+        threads = hw.threads
         d = _data(st)
         outer = list(d[:-1])
         if d and c["vector"]:
@@ -61,16 +63,17 @@ class Reduction(Template):
     domains = {"order": lambda v: v in ("inner", "outer"), "split_k": is_pow2, "unroll_k": _flag, "vector_k": _flag,
                "cache": _flag, "parallel": _flag}
 
-    def knobs(self, st, threads):
+    def knobs(self, st, hw):
         d, r = _data(st), _red(st)
         k = r[-1].extent
         orders = ("inner",) + (("outer",) if len(d) >= 2 and d[-1].extent >= 4 else ())
         return [Knob("order", orders), Knob("split_k", (1,) + tuple(v for v in pow2_upto(k, 4, 32) if v < k)),
                 Knob("unroll_k", (0, 1)), Knob("vector_k", (1, 0) if simd_reducible(st) else (0,)),
                 Knob("cache", (0, 1)),
-                Knob("parallel", (1, 0) if threads > 1 and d else (0,))]
+                Knob("parallel", (1, 0) if hw.threads > 1 and d else (0,))]
 
-    def steps(self, s, st, c, threads):
+    def steps(self, s, st, c, hw):
+        threads = hw.threads
         d, r = _data(st), _red(st)
         target = st
         out = st.op.output(0)
@@ -105,94 +108,17 @@ class Reduction(Template):
                 parallel_fuse(s, st, lead, threads)
 
 
-class Tiled(Template):
-    """Dots and convolutions: an x-by-y output tile accumulated (optionally in a local
-    cache_write buffer) with the reduction loops inside the tile loops, y vectorized. ``vec``
-    picks y: the last output axis, or the second last (then x is the last), for outputs whose
-    operands run contiguously along that one (``v[b, k, h, d]`` with ``d`` second last)."""
-
-    family = "dot"
-    domains = {"tile_x": is_pow2, "tile_y": is_pow2, "split_k": is_pow2, "order": lambda v: v in ("kxy", "xky"),
-               "cache_write": _flag, "unroll_x": _flag, "parallel": _flag, "vec": lambda v: v in ("last", "second")}
-    legacy = {"vec": "last"}
-
-    def knobs(self, st, threads):
-        d, r = _data(st), _red(st)
-        vecs = ("last", "second") if len(d) >= 2 else ("last",)
-        k = max(v.extent for v in r)
-        return [Knob("tile_x", pow2_upto(d[-2].extent if len(d) >= 2 else 1, 1, 32)),
-                Knob("tile_y", pow2_upto(d[-1].extent, min(8, d[-1].extent), 256)),
-                Knob("split_k", (1,) + tuple(v for v in pow2_upto(k, 4, 64) if v < k)),
-                Knob("order", ("kxy", "xky")), Knob("cache_write", (1, 0)), Knob("unroll_x", (1, 0)),
-                Knob("parallel", (1, 0) if threads > 1 else (0,)), Knob("vec", vecs)]
-
-    def steps(self, s, st, c, threads):
-        check(st.op.num_outputs == 1, f"tiled: stage '{st.name}' has several outputs")
-        body = c["tile_x"] if c["unroll_x"] else 1
-        body *= c["split_k"] if c["order"] == "xky" else 1
-        check(body <= 128, f"tiled: unrolled body of {body} tile rows x k steps is too large to compile "
-              "(tile_x with unroll_x, times split_k with order xky, must be <= 128)")
-        d = _data(st)
-        if c["vec"] == "second":
-            d = d[:-2] + [d[-1], d[-2]]
-        out = st.op.output(0)
-        cc = s.cache_write(out, "local") if c["cache_write"] else None
-        if len(d) >= 2:
-            xo, yo, xi, yi = s.tile(d[-2], d[-1], c["tile_x"], c["tile_y"])
-            outer = list(d[:-2]) + [xo, yo]
-        else:
-            check(c["tile_x"] == 1, "tile_x needs two data axes")
-            yo, yi = s.split(d[-1], c["tile_y"])
-            xi, outer = None, [yo]
-        inner_stage = s.stage(cc) if cc is not None else st
-        if cc is not None:
-            s.compute_at(cc, outer[-1])
-            s.vectorize(yi)
-            cd, cr = _data(inner_stage), _red(inner_stage)
-            if c["vec"] == "second":
-                cd = cd[:-2] + [cd[-1], cd[-2]]
-            cx = cd[-2] if len(cd) >= 2 else None
-            cy = cd[-1]
-            lead = list(cd[:-2]) if len(cd) >= 2 else []
-        else:
-            cd, cr = d, _red(st)
-            cx, cy, lead = xi, yi, []
-        # the longest reduction axis (K of a dot, input channels of a conv) goes innermost
-        big = max(cr, key=lambda v: v.extent)
-        ks = [v for v in cr if v is not big] + [big]
-        if c["split_k"] > 1:
-            ko, ki = s.split(big, c["split_k"])
-            ks = ks[:-1] + [ko, ki]
-        tile = [cx] if cx is not None else []
-        if c["order"] == "kxy" or c["split_k"] == 1:
-            order = lead + ks + tile + [cy]
-        else:
-            order = lead + ks[:-1] + tile + [ks[-1], cy]
-            s.unroll(ks[-1])
-        if cc is None:
-            order = outer + order
-        s.reorder(*order)
-        s.vectorize(cy)
-        if c["unroll_x"] and cx is not None and cx.extent > 1:
-            s.unroll(cx)
-        if c["parallel"]:
-            parallel_fuse(s, st, outer, threads)
-
-
-class Conv(Tiled):
-    family = "conv"
-
-
 class Generic(Template):
     """Any stage: only the loop-level choices that are always legal."""
 
     family = "generic"
     domains = {"parallel": _flag}
 
-    def knobs(self, st, threads):
-        return [Knob("parallel", (1, 0) if threads > 1 else (0,))]
+    def knobs(self, st, hw):
+        return [Knob("parallel", (1, 0) if hw.threads > 1 else (0,))]
 
-    def steps(self, s, st, c, threads):
+    def steps(self, s, st, c, hw):
+        threads = hw.threads
         lead = []
         for v in st.leaf:
             if v.kind != "data":
@@ -202,7 +128,7 @@ class Generic(Template):
             parallel_fuse(s, st, lead, threads)
 
 
-TEMPLATES = {t.family: t for t in (Elementwise(), Reduction(), Tiled(), Conv(), Generic())}
+TEMPLATES = {t.family: t for t in (Elementwise(), Reduction(), Gemm(), GemmConv(), Generic())}
 
 
 def classify(st: Stage) -> str:

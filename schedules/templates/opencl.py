@@ -110,14 +110,14 @@ class ElementwiseCL(_CLTemplate):
     domains = {"local": is_pow2, "per_item": is_pow2, "layout": lambda v: v in ("chunk", "stride"),
                "vector": _flag}
 
-    def knobs(self, st, threads):
+    def knobs(self, st, hw):
         n = _n_data(st)
         if not n:
             return [Knob("local", (1,)), Knob("per_item", (1,)), Knob("layout", ("chunk",)), Knob("vector", (0,))]
         return [Knob("local", pow2_upto(n, 1, self.max_local)), Knob("per_item", pow2_upto(n, 1, 16)),
                 Knob("layout", ("chunk", "stride")), Knob("vector", (0, 1))]
 
-    def steps(self, s, st, c, threads):
+    def steps(self, s, st, c, hw):
         check(c["layout"] == "chunk" or c["per_item"] > 1, "opencl: layout=stride needs per_item > 1")
         check(not c["vector"] or (c["layout"] == "chunk" and c["per_item"] in WIDTHS),
               f"opencl: vector needs layout=chunk and per_item in {WIDTHS} (a work-item's contiguous elements)")
@@ -134,11 +134,11 @@ class GenericCL(_CLTemplate):
     preferred = {"local": 64}
     domains = {"local": is_pow2}
 
-    def knobs(self, st, threads):
+    def knobs(self, st, hw):
         n = _n_data(st)
         return [Knob("local", pow2_upto(n, 1, self.max_local) if n else (1,))]
 
-    def steps(self, s, st, c, threads):
+    def steps(self, s, st, c, hw):
         f = _fused_data(s, st)
         if f is not None:
             self._map_1d(s, f, c["local"], 1, "chunk")
@@ -151,7 +151,7 @@ class ReductionCL(_CLTemplate):
     preferred = {"local": 64, "per_item": 1, "split_k": 1, "unroll_k": 0, "order": "inner", "local_k": 1}
     legacy = {"local_k": 1}
 
-    def knobs(self, st, threads):
+    def knobs(self, st, hw):
         n = _n_data(st)
         k = st.op.reduce_axis[-1].extent
         ks = (1,) + tuple(v for v in pow2_upto(k, 4, 32) if v < k)
@@ -172,7 +172,7 @@ class ReductionCL(_CLTemplate):
             c.update(local_k=max(lks), **({"local": 1, "order": "inner"} if "local" in c else {}))
         return c
 
-    def steps(self, s, st, c, threads):
+    def steps(self, s, st, c, hw):
         check(c["split_k"] > 1 or not c["unroll_k"], "opencl: unroll_k needs split_k > 1")
         lk = c["local_k"]
         reds = [v for v in st.leaf if v.kind == "reduce"]
@@ -218,7 +218,7 @@ class TiledCL(_CLTemplate):
                "cache_write": _flag, "unroll": _flag, "local_mem": _flag,
                "layout": lambda v: v in ("block", "stride"), "vector": _flag}
 
-    def knobs(self, st, threads):
+    def knobs(self, st, hw):
         d = st.op.axis
         x = d[-2].extent if len(d) >= 2 else 1
         y = d[-1].extent
@@ -240,7 +240,7 @@ class TiledCL(_CLTemplate):
             t, lv = s.split(i, local)
         return o, lv, t
 
-    def steps(self, s, st, c, threads):
+    def steps(self, s, st, c, hw):
         check(st.op.num_outputs == 1, f"opencl tiled: stage '{st.name}' has several outputs")
         self._check_local(c["local_x"] * c["local_y"])
         check(c["tile_x"] * c["tile_y"] <= 64, "opencl tiled: tile_x * tile_y must be <= 64 outputs per work-item")

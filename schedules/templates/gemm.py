@@ -1,0 +1,226 @@
+"""The CPU template of dots and convolutions: loops around a register micro-kernel (BLIS).
+
+Index conventions: the output's last axis ``y`` is vectorized (columns, ``N``), the one before
+it ``x`` (rows, ``M``); leading data axes are batch axes; the reduction axes are ``K``. A *B*
+operand is read along ``y`` (one vector per row of the tile), an *A* operand along ``x`` only
+(broadcast). With ``y = (yc * nb + yr) * nr + yi`` and ``x = (xc * mb + xr) * mr + xi``::
+
+    for batch, yc, xc (or xc, yc):          # cache blocks; the outer ones run in parallel
+      PB = B[K, yc block] as panels [nb][K][nr]       (pack_b: at yc)
+      PA = A[xc block, K] as panels [mb][K][mr]       (pack_a: at xc)
+      for yr, xr:
+        acc[mr][nr] = 0                     # the register tile (cache_write, at xr)
+        for k...: for xi (unrolled): for yi (vector): acc[xi, yi] += PA[...] * PB[...]
+        out[...] = acc                      # edges guarded here only: packs are zero-padded
+
+The renderer turns the tile's loop nest into vector registers and multiply-adds
+(runtime/codegen/microkernel.py). Convolutions are the same loops over an implicit GEMM:
+``x`` is the output's width, ``K`` the window and input channels, ``B`` the weights.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ...dsl.expr import walk
+from ...dsl.ops import Op
+from ...dsl.tensor import Tensor
+from ..hardware import Hardware
+from ..schedule import Schedule, Stage, check
+from .base import Knob, Template, is_pow2
+
+MR_VALUES = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16)
+NR_VECTORS = (1, 2, 3, 4, 6, 8)
+#: how many cache blocks an axis is cut into (blocks of whole register tiles)
+NBLOCKS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+
+
+def _flag(v) -> bool:
+    return v in (0, 1) and not isinstance(v, float)
+
+
+def _vars(e) -> set:
+    return {x.arg for x in walk([e]) if x.op is Op.VAR}
+
+
+def operands(st: Stage) -> tuple[list, list]:
+    """The tensors a dot/conv stage reads as B (an index uses ``y``) and as A (an index uses
+    ``x``, none ``y``), each as ``(tensor, dim, plain)``: the dimension indexed by that axis, and
+    whether that index is the axis alone and no other index uses it (then the tensor can be
+    packed in panels along ``dim``)."""
+    d = list(st.op.axis)
+    x, y = (d[-2] if len(d) >= 2 else None), d[-1]
+    bs, as_ = [], []
+    seen: set = set()
+    for e in walk(list(st.op.body)):
+        if e.op is not Op.LOAD or not isinstance(e.arg, Tensor) or id(e.arg) in seen:
+            continue
+        seen.add(id(e.arg))
+        uses = [_vars(i) for i in e.src]
+        for axis, out in ((y, bs), (x, as_)):
+            dims = [k for k, u in enumerate(uses) if axis in u]
+            if axis is None or not dims:
+                continue
+            plain = len(dims) == 1 and e.src[dims[0]].op is Op.VAR
+            out.append((e.arg, dims[-1], plain))
+            break
+    return bs, as_
+
+
+def panel(tensor: Tensor, dim: int, f: int) -> tuple[tuple, tuple]:
+    """``(split, layout)`` for ``cache_read``: dimension ``dim`` split by ``f``, its blocks
+    outermost and its lanes innermost, the other dimensions in order between."""
+    n = len(tensor.shape) + 1
+    rest = [k for k in range(n) if k not in (dim, dim + 1)]
+    return ((dim, f),), (dim, *rest, dim + 1)
+
+
+def _blocks(n: int, nb: int) -> int:
+    """Register tiles per cache block when ``n`` tiles are cut into ``nb`` blocks."""
+    return max(1, -(-n // max(1, nb)))
+
+
+class Gemm(Template):
+    """Dots (and, as ``GemmConv``, convolutions) on the CPU; see the module docstring."""
+
+    family = "dot"
+    domains = {"mr": lambda v: v in MR_VALUES, "nr": lambda v: isinstance(v, int) and 1 <= v <= 256,
+               "mb": lambda v: v in NBLOCKS, "nb": lambda v: v in NBLOCKS,
+               "order": lambda v: v in ("nm", "mn"), "pack_a": _flag, "pack_b": _flag,
+               "unroll_k": is_pow2, "parallel": lambda v: v in (0, 1, 2)}
+
+    # ------------------------------------------------------------------ space
+    def knobs(self, st: Stage, hw: Hardware) -> list[Knob]:
+        d, r = list(st.op.axis), list(st.op.reduce_axis)
+        xe = d[-2].extent if len(d) >= 2 else 1
+        ye = d[-1].extent
+        lanes = hw.lanes(st.op.body[0].dtype.itemsize)
+        # whole vectors (packs are zero-padded to them); narrower for narrow outputs
+        nrs = tuple(sorted({lanes * v for v in NR_VECTORS if lanes * v <= _round_up(ye, lanes)}
+                           | {w for w in (4, 8) if w < lanes and w <= _round_up(ye, 4)} | ({ye} if ye < 4 else set())))
+        k = max(v.extent for v in r)
+        bs, as_ = operands(st)
+        par = (0, 1, 2) if hw.threads > 1 else (0,)
+        return [Knob("mr", tuple(v for v in MR_VALUES if v <= max(xe, 1))), Knob("nr", nrs),
+                Knob("mb", tuple(v for v in NBLOCKS if v <= max(1, xe // 2))),
+                Knob("nb", tuple(v for v in NBLOCKS if v <= max(1, ye // 4))),
+                Knob("order", ("nm", "mn")),
+                Knob("pack_a", (0, 1) if as_ and all(p for _, _, p in as_) else (0,)),
+                Knob("pack_b", (0, 1) if bs and all(p for _, _, p in bs) else (0,)),
+                Knob("unroll_k", tuple(u for u in (1, 2, 4, 8) if k % u == 0)),
+                Knob("parallel", par)]
+
+    # ------------------------------------------------------------------ default
+    def default_config(self, st: Stage, hw: Hardware) -> dict:
+        """A config from the machine's registers and caches (no measurement): the widest register
+        tile that leaves room for the B vectors and a broadcast, A blocks and B panels sized to
+        half of L2, parallel over as many column blocks as threads."""
+        d, r = list(st.op.axis), list(st.op.reduce_axis)
+        xe = d[-2].extent if len(d) >= 2 else 1
+        ye = d[-1].extent
+        item = st.op.body[0].dtype.itemsize
+        lanes = hw.lanes(item)
+        kdepth = math.prod(v.extent for v in r)
+        space = self.space(st, hw)
+
+        def pick(name, want):
+            vals = [v for v in space.knob(name).values if v != 0]
+            below = [v for v in vals if v <= want]
+            return max(below) if below else (min(vals) if vals else 0)
+
+        nv = 4 if hw.vector_regs >= 32 else 2
+        nr = pick("nr", lanes * nv)
+        nv = -(-nr // lanes)
+        mr = pick("mr", max(1, (hw.vector_regs - 1 - nv) // nv))
+        rows, cols = -(-xe // mr), -(-ye // nr)
+        panel_bytes = kdepth * item
+        # A blocks of at most half of L2, B blocks so that each thread has its own (when the
+        # batch axes do not already give every thread work) and at most 4 x L2
+        mb = next((v for v in space.knob("mb").values if _blocks(rows, v) * mr * panel_bytes <= hw.l2 // 2),
+                  space.knob("mb").values[-1])
+        batch = math.prod(v.extent for v in d[:-2]) if len(d) > 2 else 1
+        per = hw.threads if batch < hw.threads else 1
+        nb = next((v for v in space.knob("nb").values
+                   if v % per == 0 and _blocks(cols, v) * nr * panel_bytes <= 4 * hw.l2), space.knob("nb").values[-1])
+        c = {"mr": mr, "nr": nr, "mb": mb, "nb": nb, "order": "nm",
+             "pack_a": max(space.knob("pack_a").values) if xe > mr else 0,
+             "pack_b": max(space.knob("pack_b").values) if (xe > mr or ye % nr) else 0,
+             "unroll_k": 1, "parallel": 1 if hw.threads > 1 else 0}
+        return {k: v if v in space.knob(k).values else space.knob(k).values[0] for k, v in c.items()}
+
+    # ------------------------------------------------------------------ steps
+    def steps(self, s: Schedule, st: Stage, c: dict, hw: Hardware) -> None:
+        check(st.op.num_outputs == 1, f"gemm: stage '{st.name}' has several outputs")
+        lanes = hw.lanes(st.op.body[0].dtype.itemsize)
+        nv = -(-c["nr"] // lanes)
+        check(c["mr"] * nv <= max(hw.vector_regs - 3, 1) or c["mr"] * c["nr"] <= 64,
+              f"gemm: a {c['mr']}x{c['nr']} register tile needs {c['mr'] * nv} of the machine's "
+              f"{hw.vector_regs} vector registers (at most {hw.vector_regs - 3} leave room for operands)")
+        bs, as_ = operands(st)
+        d = list(st.op.axis)
+        out = st.op.output(0)
+        cc = s.cache_write(out, "local")
+        tile = s.stage(cc)
+        x = d[-2] if len(d) >= 2 else None
+        y = d[-1]
+        yo, yi = s.split(y, c["nr"])
+        yc, yr = s.split(yo, _blocks(yo.extent, c["nb"]))
+        if x is not None:
+            xo, xi = s.split(x, c["mr"])
+            xc, xr = s.split(xo, _blocks(xo.extent, c["mb"]))
+            blocks = [yc, xc] if c["order"] == "nm" else [xc, yc]
+            s.reorder(*d[:-2], *blocks, yr, xr, xi, yi)
+        else:
+            check(c["mr"] == 1, "gemm: mr > 1 needs two output axes")
+            xc = xr = xi = None
+            blocks = [yc]
+        inner = xr if x is not None else yr
+        s.compute_at(cc, inner)
+        # the register tile: reductions outermost (longest innermost), then the unrolled rows
+        # (unit batch axes first), the vector columns last
+        td, tr = list(tile.op.axis), list(tile.op.reduce_axis)
+        big = max(tr, key=lambda v: v.extent)
+        ks = [v for v in tr if v is not big] + [big]
+        if c["unroll_k"] > 1:
+            ko, ki = s.split(big, c["unroll_k"])
+            ks = ks[:-1] + [ko, ki]
+            s.unroll(ki)
+        s.reorder(*ks, *td)
+        if len(td) >= 2 and td[-2].extent > 1:
+            s.unroll(td[-2])
+        s.vectorize(td[-1])
+        tensors = {id(t) for t, _, _ in bs}
+        if c["pack_b"]:
+            for t, dim, _ in bs:
+                split, layout = panel(t, dim, yi.extent)
+                p = s.cache_read(t, "shared", [tile.name], layout, split)
+                s.compute_at(p, yc)
+                s.vectorize(s.stage(p).leaf[-1])
+        if c["pack_a"]:
+            for t, dim, _ in as_:
+                if id(t) in tensors:
+                    continue
+                split, layout = panel(t, dim, xi.extent)
+                p = s.cache_read(t, "shared", [tile.name], layout, split)
+                s.compute_at(p, xc)
+        s.vectorize(yi)
+        if c["parallel"]:
+            lead = list(d[:-2]) + blocks[: c["parallel"]]
+            ax = lead[0]
+            for v in lead[1:]:
+                if c["parallel"] == 1 and ax.extent >= hw.threads:
+                    break
+                ax = s.fuse(ax, v)
+            if ax.extent >= 2:
+                s.parallel(ax)
+
+
+class GemmConv(Gemm):
+    family = "conv"
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+__all__ = ["Gemm", "GemmConv", "operands", "panel"]
