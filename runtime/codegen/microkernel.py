@@ -52,17 +52,17 @@ class MicroKernel:
         return [(r, q, n) for r in rows for q, n in self.chunks]
 
 
-def chunks(n: int, widest: int) -> tuple[tuple[int, int], ...] | None:
-    """``n`` lanes as vectors of ``widest``, then narrower powers of two down to 4 lanes
-    (``(first, lanes)`` pairs), or None when a remainder under 4 lanes is left."""
-    out, q, w = [], 0, widest
-    while q < n and w >= 4:
+def chunks(n: int, widest: int) -> tuple[tuple[int, int], ...]:
+    """``n`` lanes as vectors of ``widest``, then of narrower powers of two down to single
+    elements: ``(first lane, lanes)`` pairs."""
+    out, q, w = [], 0, max(1, widest)
+    while q < n:
         if n - q >= w:
             out.append((q, w))
             q += w
         else:
             w //= 2
-    return tuple(out) if q == n and out else None
+    return tuple(out)
 
 
 def _vars(e: Expr) -> set:
@@ -119,10 +119,7 @@ def match(loop: For, flat_index, vector_bytes: int, vector_regs: int) -> MicroKe
         return None
     if lane_stride(flat_index(buf, s.indices), vec.var) != 1 or not _vector_term(term, vec.var, d, buf, flat_index):
         return None
-    cs = chunks(vec.extent.arg, vector_bytes // d.itemsize)
-    if cs is None or any(n * d.itemsize < 16 for _, n in cs):
-        return None
-    mk = MicroKernel(tuple(red), tuple(tile), vec, s, term, cs)
+    mk = MicroKernel(tuple(red), tuple(tile), vec, s, term, chunks(vec.extent.arg, vector_bytes // d.itemsize))
     return mk if mk.accumulators <= vector_regs - 3 else None
 
 
@@ -162,6 +159,9 @@ def vector_helpers(d, lanes: int) -> str:
     t = "float" if d is dt.float32 else "double"
     vt = vector_type(d, lanes)
     n = lanes * d.itemsize
+    if lanes == 1:
+        return (f"typedef {t} {vt};\nHL_INLINE {vt} hl_vld_{vt[3:]}(const {t}* p) {{ return *p; }}\n"
+                f"HL_INLINE void hl_vst_{vt[3:]}({t}* p, {vt} x) {{ *p = x; }}\n")
     return (f"typedef {t} {vt} __attribute__((vector_size({n})));\n"
             f"typedef {t} {vt}u __attribute__((vector_size({n}), aligned({d.itemsize}), may_alias));\n"
             f"HL_INLINE {vt} hl_vld_{vt[3:]}(const {t}* p) {{ return *(const {vt}u*)p; }}\n"
