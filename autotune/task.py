@@ -9,20 +9,25 @@ same key (in one module or across modules) are one task.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..dsl.expr import walk
+from ..dsl.errors import ConfigError, LoweringError, ScheduleError
+from ..dsl.expr import const, structural_key, walk
 from ..dsl.ops import Op
 from ..dsl.tensor import Graph, Tensor, input_tensors
 from ..runtime.module import plan_segments
 from ..runtime.targets import Target
-from ..schedules.fusion import fuse_default, stage_default
+from ..schedules.fusion import fuse_default, is_cpu, stage_default
 from ..schedules.schedule import Schedule, Stage
 from ..schedules.templates.base import Space, Template
 from ..schedules.templates.families import classify, templates_for
+from .records import LEGACY_PREFIX, plausible_times
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -56,13 +61,24 @@ class Task:
     @property
     def space(self) -> Space:
         s = Schedule(self.graph)
-        fuse_default(s)
+        fuse_default(s, epilogues=is_cpu(self.target))
         return self.template.space(self.stage(s), self.hardware)
+
+    def register(self, db) -> None:
+        """Record this task's workload, target and knob space (to check imported configs
+        against) in ``db``; a format-1 entry of the same workload is re-keyed to it first."""
+        if db.has_legacy():
+            old = legacy_workload_key(self.graph)
+            if old is not None:
+                db.adopt_legacy(old, self.key)
+        db.add_workload(self.key, self.family, self.shapes, self.dtypes, self.description, self.flops, self.bytes)
+        db.add_target(self.target.key, self.target.kind, self.target.provenance)
+        db.add_space(self.key, self.target.key, self.space)
 
     def schedule(self, config: dict | None) -> Schedule:
         """The stage graph scheduled with ``config`` (None: the default schedule)."""
         s = Schedule(self.graph)
-        fuse_default(s)
+        fuse_default(s, epilogues=is_cpu(self.target))
         st = self.stage(s)
         if not config:
             stage_default(s, st, self.target, self.threads)
@@ -118,7 +134,38 @@ class Task:
 
 
 def workload_key(g: Graph) -> str:
-    return hashlib.sha256(repr(g.key).encode()).hexdigest()[:20]
+    """The database key of a workload (format 2): a hash of its structural key, which names
+    ops, dtypes and reducers (``dsl.expr.structural_key``), so adding an opcode keeps it."""
+    return _hash(_graph_key(g, None))
+
+
+#: ``Op`` members in the order that numbered them for format-1 keys (schema <= 2); frozen here
+#: so those keys can still be recomputed whatever ``Op`` becomes
+_FORMAT1_OPS = ("CONST", "VAR", "LOAD", "NEG", "NOT", "ABS", "SIGN", "EXP", "EXPM1", "LOG", "LOG1P", "SQRT",
+                "RSQRT", "CBRT", "TANH", "ERF", "SIN", "COS", "TAN", "FLOOR", "CEIL", "ROUND", "ISFINITE",
+                "POPCNT", "CLZ", "ADD", "SUB", "MUL", "DIV", "REM", "FLOORDIV", "FLOORMOD", "POW", "ATAN2", "MAX",
+                "MIN", "AND", "OR", "XOR", "SHL", "SHRA", "SHRL", "LT", "LE", "GT", "GE", "EQ", "NE", "SELECT",
+                "CAST", "BITCAST", "REDUCE")
+_FORMAT1 = {name: k + 1 for k, name in enumerate(_FORMAT1_OPS)}
+
+
+def legacy_workload_key(g: Graph) -> str | None:
+    """The format-1 key hlotune gave ``g`` before keys named ops (None if ``g`` uses an op that
+    did not exist then: no format-1 key can refer to it)."""
+    try:
+        return _hash(_graph_key(g, lambda op: _FORMAT1[op.name]))
+    except KeyError:
+        return None
+
+
+def _graph_key(g: Graph, opcode) -> tuple:
+    """``Graph.key`` with ops keyed by ``opcode`` (their names when None)."""
+    roots = [t[tuple(const(0) for _ in t.shape)] if t.shape else t[()] for t in g.outputs]
+    return (tuple((tuple(t.shape), t.dtype.name) for t in g.inputs), structural_key(roots, opcode))
+
+
+def _hash(key: tuple) -> str:
+    return hashlib.sha256(repr(key).encode()).hexdigest()[:20]
 
 
 def stage_graph(s: Schedule, st: Stage) -> Graph:
@@ -131,7 +178,7 @@ def stage_graph(s: Schedule, st: Stage) -> Graph:
         for t in input_tensors(op):
             k = (id(t.op), t.value_index)
             p = s.stage_of_op(t.op)
-            if k in seg_inputs or p is None or p.attach[0] != "inline":
+            if k in seg_inputs or p is None or p.attach[0] == "root":
                 if k not in seen:
                     seen.add(k)
                     inputs.append(t)
@@ -145,13 +192,13 @@ def stage_graph(s: Schedule, st: Stage) -> Graph:
 def segment_tasks(g: Graph, target: Target) -> list[tuple[Stage, Task]]:
     """(stage, task) for each root stage of one compute segment's default fusion."""
     s = Schedule(g)
-    fuse_default(s)
+    fuse_default(s, epilogues=is_cpu(target))
     out = []
     for st in s.stages.values():
         if st.attach != ("root",):
             continue
         sg = stage_graph(s, st)
-        out.append((st, Task(workload_key(sg), sg, classify(st), target)))
+        out.append((st, Task(workload_key(sg), sg, classify(st, s), target)))
     return out
 
 
@@ -170,20 +217,55 @@ def extract_tasks(outputs, inputs, target: Target) -> list[Task]:
     return list(tasks.values())
 
 
-def tuned_schedule_fn(db, target: Target):
-    """A ``schedule_fn`` for CompiledGraph: each root stage takes the best config the database
-    holds for its workload on ``target``, else the target's default schedule."""
+def tuned_schedule_fn(db, target: Target, k: int = 8):
+    """A ``schedule_fn`` for CompiledGraph: each root stage takes the fastest of the ``k`` best
+    configs the database holds for its workload on ``target`` that still schedules and lowers,
+    else the target's default schedule. A stored config that no longer applies (its template
+    changed, or the database was edited) or whose times are implausible is skipped with a
+    warning. Workloads of format-1 keys are found through ``legacy_workload_key``."""
+    hw = target.hardware
+
     def fn(g: Graph) -> Schedule:
         s = Schedule(g)
-        fuse_default(s)
-        for st in list(s.stages.values()):
-            if st.attach != ("root",):
-                continue
-            key = workload_key(stage_graph(s, st))
-            best = db.best(key, target.key) if db is not None else None
-            if best is not None and best.config:
-                templates_for(target)[classify(st)].apply(s, st, best.config, target.hardware)
-            else:
+        fuse_default(s, epilogues=is_cpu(target))
+        for name in [n for n, st in s.stages.items() if st.attach == ("root",)]:
+            st = s.stage(name)
+            sg = stage_graph(s, st)
+            task = Task(workload_key(sg), sg, classify(st, s), target)
+            tuned = False
+            for config in _stored_configs(db, task, k) if db is not None else ():
+                if not config:
+                    break                   # the default schedule measured fastest
+                mark = s.to_json()
+                try:
+                    task.schedule(config).lower()
+                    task.template.apply(s, st, config, hw)
+                    tuned = True
+                    break
+                except (ConfigError, ScheduleError, LoweringError) as e:
+                    log.warning("tuned config %s of workload %s (%s) no longer applies on %s: %s; trying the "
+                                "next best", config, task.key, task.description, target, e)
+                    s = Schedule.from_json(g, mark)
+                    st = s.stage(name)
+            if not tuned:
                 stage_default(s, st, target)
         return s
     return fn
+
+
+def _stored_configs(db, task: Task, k: int) -> list[dict]:
+    """The configs of the ``k`` fastest trials of ``task`` in ``db`` (under its format-1 key
+    too, while the database has such keys), fastest first; trials with implausible times are
+    left out with a warning."""
+    keys = [task.key]
+    if db.has_legacy():
+        old = legacy_workload_key(task.graph)
+        keys += [LEGACY_PREFIX + old] if old else []
+    trials = []
+    for key in keys:
+        for t in db.top_k(key, task.target.key, k):
+            if plausible_times(t.times):
+                trials.append(t)
+            else:
+                log.warning("ignoring trial %s of workload %s: implausible times %s", t.id, key, t.times[:4])
+    return [t.config for t in sorted(trials, key=lambda t: t.median)[:k]]

@@ -16,7 +16,7 @@ import os
 
 from ..dsl.expr import walk
 from ..dsl.ops import Op
-from ..dsl.tensor import Graph, input_tensors
+from ..dsl.tensor import ComputeOp, Graph, Tensor, input_tensors
 from .schedule import Schedule, Stage
 
 log = logging.getLogger(__name__)
@@ -73,10 +73,43 @@ def simd_reducible(st: Stage) -> bool:
             and not d.is_bool)
 
 
-def fuse_default(s: Schedule) -> None:
+def epilogue_of(op):
+    """The dot or convolution whose output elementwise ``op`` reads element for element (a bias,
+    activation, scale, cast or residual add after it): the one reduction tensor ``op``'s body
+    loads, at exactly ``op``'s own indices; None if there is not exactly one."""
+    from .templates.families import classify_op
+    if op.is_reduction or op.num_outputs != 1 or not isinstance(op, ComputeOp):
+        return None
+    found: dict[int, list] = {}
+    for e in walk(list(op.body)):
+        if e.op is Op.LOAD and isinstance(e.arg, Tensor) and isinstance(e.arg.op, ComputeOp) and e.arg.op.is_reduction:
+            found.setdefault(id(e.arg.op), []).append(e)
+    if len(found) != 1:
+        return None
+    loads = next(iter(found.values()))
+    d = loads[0].arg.op
+    same = all(len(e.src) == len(op.axis) and all(i.op is Op.VAR and i.arg is v for i, v in zip(e.src, op.axis))
+               for e in loads)
+    if not same or d.num_outputs != 1 or d.shape != op.shape or classify_op(d) not in ("dot", "conv"):
+        return None
+    return d
+
+
+def absorbed_tile(s: Schedule, st: Stage) -> Stage | None:
+    """The dot/conv stage computed inside root stage ``st`` as the register tile of its epilogue
+    (see ``fuse_default``), or None."""
+    d = epilogue_of(st.op)
+    ds = s.stage_of_op(d) if d is not None else None
+    return ds if ds is not None and ds.attach[0] == "at" and ds.attach[1] is st else None
+
+
+def fuse_default(s: Schedule, epilogues: bool = False) -> None:
     """Inline injective stages into their readers (see module docstring). A stage with
     expensive math stays materialized when it has several readers or when a reader would
-    recompute each of its elements many times (e.g. the operand of a dot)."""
+    recompute each of its elements many times (e.g. the operand of a dot). With ``epilogues``
+    (the cpu), a dot or convolution read only by one elementwise stage, element for element,
+    is computed inside it (``compute_at`` its innermost loop until a template gives both their
+    loops): the epilogue then runs on the dot's register tile instead of a pass over memory."""
     readers: dict[str, list[Stage]] = {n: [] for n in s.stages}
     for st in s.stages.values():
         for t in input_tensors(st.op):
@@ -99,6 +132,14 @@ def fuse_default(s: Schedule) -> None:
         rs = readers[st.name]
         if cheap or (len(rs) <= 1 and all(_reuse(st, r) <= 1 for r in rs)):
             s.compute_inline(st.op.output(0))
+    if not epilogues:
+        return
+    for st in list(s.stages.values()):
+        d = epilogue_of(st.op) if st.attach == ("root",) else None
+        ds = s.stage_of_op(d) if d is not None else None
+        if ds is not None and ds.attach == ("root",) and id(d) not in outputs and readers[ds.name] == [st] \
+                and st.op.axis[-1].extent >= 4:
+            s.compute_at(d.output(0), st.leaf[-1])
 
 
 def _tiled_default(s: Schedule, st: Stage, hw) -> bool:
@@ -107,7 +148,7 @@ def _tiled_default(s: Schedule, st: Stage, hw) -> bool:
     config is tried on a replayed copy first, so a shape it does not fit leaves ``s`` untouched.
     True if applied."""
     from .templates.families import TEMPLATES, classify
-    fam = classify(st)
+    fam = classify(st, s)
     if fam not in ("dot", "conv") or st.op.axis[-1].extent < 4:
         return False
     t = TEMPLATES[fam]
@@ -190,11 +231,16 @@ def stage_default(s: Schedule, st: Stage, target=None, threads: int | None = Non
     loop_default(s, st, hw or threads)
 
 
+def is_cpu(target) -> bool:
+    """Whether ``target`` (a Target, a kind or None) is the host CPU."""
+    return (getattr(target, "kind", target) or "cpu") == "cpu"
+
+
 def default_schedule(outputs, inputs=None, threads: int | None = None, target=None) -> Schedule:
     """Fused default schedule of the graph computing ``outputs``: parallel, vectorized loops on
     the cpu; work-group mappings on device targets (see ``stage_default``)."""
     s = Schedule(outputs if isinstance(outputs, Graph) else Graph(outputs, inputs))
-    fuse_default(s)
+    fuse_default(s, epilogues=is_cpu(target))
     for st in list(s.stages.values()):
         if st.attach == ("root",):
             stage_default(s, st, target, threads)

@@ -161,3 +161,45 @@ def test_bench_packed_schedule_is_a_point_of_the_dot_space():
     a = np.random.default_rng(0).standard_normal((m, k)).astype(np.float32)
     b = np.random.default_rng(1).standard_normal((k, n)).astype(np.float32)
     np.testing.assert_allclose(hlotune.build(s_hand)(a, b), a @ b, *MATMUL_F32)
+
+
+EPILOGUES = {
+    "bias_relu": lambda c, b, r, i, j: dsl.maximum(c + b[j], 0.0),
+    "gelu_tanh": lambda c, b, r, i, j: 0.5 * c * (1.0 + dsl.tanh(0.7978846 * (c + 0.044715 * c * c * c))),
+    "scale_sigmoid": lambda c, b, r, i, j: 1.0 / (1.0 + dsl.exp(-(c * 0.125))),
+    "residual": lambda c, b, r, i, j: c + b[j] + r[i, j],
+    "cast_f64": lambda c, b, r, i, j: dsl.cast(c, "float64"),
+}
+
+
+def dot_epilogue(m, n, k, kind):
+    A = dsl.placeholder((m, k), "float32", name="A")
+    B = dsl.placeholder((k, n), "float32", name="B")
+    bias = dsl.placeholder((n,), "float32", name="bias")
+    res = dsl.placeholder((m, n), "float32", name="res")
+    r = dsl.reduce_axis(k, name="r")
+    C = dsl.compute((m, n), lambda i, j: dsl.sum(A[i, r] * B[r, j], axis=r), name="C")
+    return dsl.compute((m, n), lambda i, j: EPILOGUES[kind](C[i, j], bias, res, i, j), name="E"), C
+
+
+@SETTINGS
+@given(data=st.data(), m=SIZES, n=st.sampled_from([4, 5, 16, 17, 40, 97]), k=SIZES,
+       kind=st.sampled_from(sorted(EPILOGUES)))
+def test_epilogues_run_on_the_dot_tile_and_match(data, m, n, k, kind):
+    """Bias, activations, scaling, residual adds and casts after a dot are computed on its
+    register tile (the dot gets no buffer of its own), by default and for random configs."""
+    from hlotune.autotune.task import extract_tasks
+    E, C = dot_epilogue(m, n, k, kind)
+    (task,) = [t for t in extract_tasks([E], None, get_target("cpu")) if t.root_op is E.op]
+    assert task.family == "dot" and len(task.graph.compute_ops) >= 2
+    cfg = draw_config(data, task.space) if data.draw(st.booleans(), label="tuned?") else None
+    try:
+        s = task.schedule(cfg)
+        f = hlotune.build(s)
+    except ScheduleError as e:
+        event(f"invalid: {str(e)[:40]}")
+        return
+    assert s.stage(C).attach[0] == "at"          # computed inside the epilogue's loops
+    assert "C = alloc" not in str(s.lower()).split("for ")[0]
+    ins = random_inputs([E], seed=3)
+    assert_close(as_tuple(f(*ins))[0], evaluate([E], ins)[0], *MATMUL_F32)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from ...dsl.expr import walk
 from ...dsl.ops import Op
 from ...dsl.tensor import Tensor
-from ..fusion import simd_reducible
+from ..fusion import absorbed_tile, simd_reducible
 from ..schedule import Stage, check
 from .base import Knob, Template, is_pow2, parallel_fuse, pow2_upto, split_last_reduction
 from .gemm import Gemm, GemmConv
@@ -131,9 +131,19 @@ class Generic(Template):
 TEMPLATES = {t.family: t for t in (Elementwise(), Reduction(), Gemm(), GemmConv(), Generic())}
 
 
-def classify(st: Stage) -> str:
-    """The family of a root stage: elementwise, reduction, dot, conv or generic."""
-    op = st.op
+def classify(st: Stage, s=None) -> str:
+    """The family of a root stage: elementwise, reduction, dot, conv or generic. With its
+    schedule ``s``, an elementwise stage computing a dot's or convolution's epilogue on its
+    register tile (``fusion.absorbed_tile``) is of the dot's family."""
+    if s is not None and not st.op.is_reduction:
+        tile = absorbed_tile(s, st)
+        if tile is not None:
+            return classify_op(tile.op)
+    return classify_op(st.op)
+
+
+def classify_op(op) -> str:
+    """The family of a compute op on its own (see ``classify``)."""
     if not op.is_reduction:
         return "elementwise" if op.num_outputs == 1 else "generic"
     if op.num_outputs != 1 or len(op.axis) < 1:
@@ -187,4 +197,4 @@ def template_for(st: Stage, target=None) -> Template:
     return templates_for(target)[classify(st)]
 
 
-__all__ = ["TEMPLATES", "classify", "template_for", "templates_for"]
+__all__ = ["TEMPLATES", "classify", "classify_op", "template_for", "templates_for"]

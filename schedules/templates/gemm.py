@@ -25,6 +25,7 @@ import math
 from ...dsl.expr import walk
 from ...dsl.ops import Op
 from ...dsl.tensor import Tensor
+from ..fusion import epilogue_of
 from ..hardware import Hardware
 from ..schedule import Schedule, Stage, check
 from .base import Knob, Template, is_pow2
@@ -43,16 +44,21 @@ def _vars(e) -> set:
     return {x.arg for x in walk([e]) if x.op is Op.VAR}
 
 
-def operands(st: Stage) -> tuple[list, list]:
-    """The tensors a dot/conv stage reads as B (an index uses ``y``) and as A (an index uses
+def tile_op(st: Stage):
+    """The dot/conv op whose register tile stage ``st`` computes: its own, or that of the dot
+    it is the epilogue of (``fusion.epilogue_of``)."""
+    return st.op if st.op.is_reduction else epilogue_of(st.op)
+
+
+def operands(op) -> tuple[list, list]:
+    """The tensors dot/conv ``op`` reads as B (an index uses ``y``) and as A (an index uses
     ``x``, none ``y``), each as ``(tensor, dim, plain)``: the dimension indexed by that axis, and
-    whether that index is the axis alone and no other index uses it (then the tensor can be
-    packed in panels along ``dim``)."""
-    d = list(st.op.axis)
+    whether that index is the axis alone (then the tensor can be packed in panels along ``dim``)."""
+    d = list(op.axis)
     x, y = (d[-2] if len(d) >= 2 else None), d[-1]
     bs, as_ = [], []
     seen: set = set()
-    for e in walk(list(st.op.body)):
+    for e in walk(list(op.body)):
         if e.op is not Op.LOAD or not isinstance(e.arg, Tensor) or id(e.arg) in seen:
             continue
         seen.add(id(e.arg))
@@ -91,15 +97,16 @@ class Gemm(Template):
 
     # ------------------------------------------------------------------ space
     def knobs(self, st: Stage, hw: Hardware) -> list[Knob]:
-        d, r = list(st.op.axis), list(st.op.reduce_axis)
+        op = tile_op(st)
+        d, r = list(op.axis), list(op.reduce_axis)
         xe = d[-2].extent if len(d) >= 2 else 1
         ye = d[-1].extent
-        lanes = hw.lanes(st.op.body[0].dtype.itemsize)
+        lanes = hw.lanes(op.body[0].dtype.itemsize)
         # whole vectors (packs are zero-padded to them); narrower for narrow outputs
         nrs = tuple(sorted({lanes * v for v in NR_VECTORS if lanes * v <= _round_up(ye, lanes)}
                            | {w for w in (4, 8) if w < lanes and w <= _round_up(ye, 4)} | ({ye} if ye < 4 else set())))
         k = max(v.extent for v in r)
-        bs, as_ = operands(st)
+        bs, as_ = operands(op)
         par = (0, 1, 2) if hw.threads > 1 else (0,)
         return [Knob("mr", tuple(v for v in MR_VALUES if v <= max(xe, 1))), Knob("nr", nrs),
                 Knob("mb", tuple(v for v in NBLOCKS if v <= max(1, xe // 2))),
@@ -115,10 +122,11 @@ class Gemm(Template):
         """A config from the machine's registers and caches (no measurement): the widest register
         tile that leaves room for the B vectors and a broadcast, A blocks and B panels sized to
         half of L2, parallel over as many column blocks as threads."""
-        d, r = list(st.op.axis), list(st.op.reduce_axis)
+        op = tile_op(st)
+        d, r = list(op.axis), list(op.reduce_axis)
         xe = d[-2].extent if len(d) >= 2 else 1
         ye = d[-1].extent
-        item = st.op.body[0].dtype.itemsize
+        item = op.body[0].dtype.itemsize
         lanes = hw.lanes(item)
         kdepth = math.prod(v.extent for v in r)
         space = self.space(st, hw)
@@ -151,15 +159,18 @@ class Gemm(Template):
     # ------------------------------------------------------------------ steps
     def steps(self, s: Schedule, st: Stage, c: dict, hw: Hardware) -> None:
         check(st.op.num_outputs == 1, f"gemm: stage '{st.name}' has several outputs")
-        lanes = hw.lanes(st.op.body[0].dtype.itemsize)
+        op = tile_op(st)
+        lanes = hw.lanes(op.body[0].dtype.itemsize)
         nv = -(-c["nr"] // lanes)
         check(c["mr"] * nv <= max(hw.vector_regs - 3, 1) or c["mr"] * c["nr"] <= 64,
               f"gemm: a {c['mr']}x{c['nr']} register tile needs {c['mr'] * nv} of the machine's "
               f"{hw.vector_regs} vector registers (at most {hw.vector_regs - 3} leave room for operands)")
-        bs, as_ = operands(st)
+        bs, as_ = operands(op)
         d = list(st.op.axis)
-        out = st.op.output(0)
-        cc = s.cache_write(out, "local")
+        if op is st.op:     # the tile accumulates in a cache stage that st copies out
+            cc = s.cache_write(st.op.output(0), "local")
+        else:               # the tile is the dot st is the epilogue of
+            cc = op.output(0)
         tile = s.stage(cc)
         x = d[-2] if len(d) >= 2 else None
         y = d[-1]
@@ -223,4 +234,4 @@ def _round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-__all__ = ["Gemm", "GemmConv", "operands", "panel"]
+__all__ = ["Gemm", "GemmConv", "operands", "panel", "tile_op"]
