@@ -75,22 +75,33 @@ def simd_reducible(st: Stage) -> bool:
 
 def epilogue_of(op):
     """The dot or convolution whose output elementwise ``op`` reads element for element (a bias,
-    activation, scale, cast or residual add after it): the one reduction tensor ``op``'s body
-    loads, at exactly ``op``'s own indices; None if there is not exactly one."""
+    activation, scale, cast or residual add after it, possibly through other elementwise ops):
+    the one reduction that ``op``'s body reaches, every time at exactly ``op``'s own indices,
+    through loads of elementwise ops at their own indices; None if there is not exactly one."""
     from .templates.families import classify_op
-    if op.is_reduction or op.num_outputs != 1 or not isinstance(op, ComputeOp):
+    if not isinstance(op, ComputeOp) or op.is_reduction or op.num_outputs != 1:
         return None
     found: dict[int, list] = {}
-    for e in walk(list(op.body)):
-        if e.op is Op.LOAD and isinstance(e.arg, Tensor) and isinstance(e.arg.op, ComputeOp) and e.arg.op.is_reduction:
-            found.setdefault(id(e.arg.op), []).append(e)
+    seen: set = set()
+
+    def visit(o, ident: bool) -> None:
+        for e in walk(list(o.body)):
+            if e.op is not Op.LOAD or not isinstance(e.arg, Tensor) or not isinstance(e.arg.op, ComputeOp):
+                continue
+            p = e.arg.op
+            same = ident and len(e.src) == len(o.axis) and all(
+                i.op is Op.VAR and i.arg is v for i, v in zip(e.src, o.axis))
+            if p.is_reduction:
+                found.setdefault(id(p), [p]).append(same)
+            elif p.num_outputs == 1 and (id(p), same) not in seen:
+                seen.add((id(p), same))
+                visit(p, same)
+
+    visit(op, True)
     if len(found) != 1:
         return None
-    loads = next(iter(found.values()))
-    d = loads[0].arg.op
-    same = all(len(e.src) == len(op.axis) and all(i.op is Op.VAR and i.arg is v for i, v in zip(e.src, op.axis))
-               for e in loads)
-    if not same or d.num_outputs != 1 or d.shape != op.shape or classify_op(d) not in ("dot", "conv"):
+    d, *how = next(iter(found.values()))
+    if not all(how) or d.num_outputs != 1 or d.shape != op.shape or classify_op(d) not in ("dot", "conv"):
         return None
     return d
 
@@ -137,9 +148,19 @@ def fuse_default(s: Schedule, epilogues: bool = False) -> None:
     for st in list(s.stages.values()):
         d = epilogue_of(st.op) if st.attach == ("root",) else None
         ds = s.stage_of_op(d) if d is not None else None
-        if ds is not None and ds.attach == ("root",) and id(d) not in outputs and readers[ds.name] == [st] \
-                and st.op.axis[-1].extent >= 4:
+        if ds is not None and ds.attach == ("root",) and id(d) not in outputs and \
+                _readers_through_inline(readers, ds, s) == [st] and st.op.axis[-1].extent >= 4:
             s.compute_at(d.output(0), st.leaf[-1])
+
+
+def _readers_through_inline(readers: dict, st: Stage, s: Schedule) -> list[Stage]:
+    """The materialized stages reading ``st``, looking through inlined readers."""
+    out: list[Stage] = []
+    for r in readers[st.name]:
+        for x in (_readers_through_inline(readers, r, s) if r.attach == ("inline",) else [r]):
+            if x not in out:
+                out.append(x)
+    return out
 
 
 def _tiled_default(s: Schedule, st: Stage, hw) -> bool:

@@ -203,3 +203,25 @@ def test_epilogues_run_on_the_dot_tile_and_match(data, m, n, k, kind):
     assert "C = alloc" not in str(s.lower()).split("for ")[0]
     ins = random_inputs([E], seed=3)
     assert_close(as_tuple(f(*ins))[0], evaluate([E], ins)[0], *MATMUL_F32)
+
+
+def test_micro_kernel_operands_through_clips_selects_and_nans():
+    """A depthwise convolution of a clipped (ReLU6) input with zero-padded taps: the clip
+    (NaN-propagating max/min), the padding select and the scalar/vector mix all run inside the
+    register tile and match the reference with NaN and inf in the input."""
+    X = dsl.placeholder((1, 9, 9, 40), "float32", name="X")
+    W = dsl.placeholder((3, 3, 40), "float32", name="W")
+    Xc = dsl.compute((1, 9, 9, 40), lambda n, h, w, c: dsl.minimum(dsl.maximum(X[n, h, w, c], 0.0), 6.0), name="Xc")
+    kh, kw = dsl.reduce_axis(3, name="kh"), dsl.reduce_axis(3, name="kw")
+
+    def tap(n, h, w, c):
+        hh, ww = h + kh - 1, w + kw - 1
+        inside = (hh >= 0) & (hh < 9) & (ww >= 0) & (ww < 9)
+        val = Xc[n, dsl.minimum(dsl.maximum(hh, 0), 8), dsl.minimum(dsl.maximum(ww, 0), 8), c]
+        return dsl.select(inside, val, 0.0) * W[kh, kw, c]
+    Y = dsl.compute((1, 9, 9, 40), lambda n, h, w, c: dsl.sum(tap(n, h, w, c), axis=[kh, kw]), name="Y")
+    f = hlotune.build(hlotune.schedules.fusion.default_schedule([Y], target=get_target("cpu")))
+    assert micro_kernels(f.source) == 1
+    x, w = random_inputs([Y], seed=4)
+    x[0, 2, 3, :5] = [np.nan, np.inf, -np.inf, 7.0, -1.0]
+    assert_close(f(x, w), evaluate([Y], [x, w])[0], *MATMUL_F32)

@@ -123,31 +123,29 @@ def match(loop: For, flat_index, vector_bytes: int, vector_regs: int) -> MicroKe
     return mk if mk.accumulators <= vector_regs - 3 else None
 
 
-def _value_nodes(term: Expr):
-    """The nodes of ``term`` outside load indices."""
-    stack = [term]
-    while stack:
-        e = stack.pop()
-        yield e
-        if e.op is not Op.LOAD:
-            stack.extend(e.src)
+def lane_invariant(e: Expr, v: IterVar) -> bool:
+    """Whether ``e`` has one value for every lane of ``v`` (a scalar to broadcast)."""
+    return v not in _vars(e)
 
 
 def _vector_term(term: Expr, v: IterVar, d, acc, flat_index) -> bool:
-    """Whether ``term`` renders with vector loads along ``v`` and scalar broadcasts: loads of
-    ``d`` (not of ``acc``) at lane stride 0 or 1, constants and ``+ - * /`` and negation in ``d``."""
-    for e in _value_nodes(term):
-        if e.dtype is not d:
-            return False
-        if e.op is Op.LOAD:
-            if e.arg is acc or lane_stride(flat_index(e.arg, e.src), v) not in (0, 1):
-                return False
-        elif e.op is Op.VAR:
-            if e.arg is v:
-                return False
-        elif e.op is not Op.CONST and e.op not in _ARITH and e.op is not Op.NEG:
-            return False
-    return True
+    """Whether ``term`` renders as vector code along ``v``: parts that do not depend on ``v`` are
+    scalars of any form (broadcast); the parts that do are loads of ``d`` (not of ``acc``) at lane
+    stride 1, combined by ``+ - * /`` and negation in ``d``."""
+    if lane_invariant(term, v):
+        return term.dtype is d and not any(e.op is Op.LOAD and e.arg is acc for e in walk([term]))
+    if term.dtype is not d:
+        return False
+    if term.op is Op.LOAD:
+        return term.arg is not acc and lane_stride(flat_index(term.arg, term.src), v) == 1
+    if term.op is Op.NEG or term.op in _ARITH:
+        return all(_vector_term(x, v, d, acc, flat_index) for x in term.src)
+    if term.op in (Op.MAX, Op.MIN):     # NaN-propagating, as hl_max/hl_min
+        return all(_vector_term(x, v, d, acc, flat_index) for x in term.src)
+    if term.op is Op.SELECT:        # a padded tap: one condition for all lanes
+        c, a, b = term.src
+        return lane_invariant(c, v) and all(_vector_term(x, v, d, acc, flat_index) for x in (a, b))
+    return False
 
 
 def vector_type(d, lanes: int) -> str:
@@ -160,12 +158,22 @@ def vector_helpers(d, lanes: int) -> str:
     vt = vector_type(d, lanes)
     n = lanes * d.itemsize
     if lanes == 1:
+        sfx = "f32" if d is dt.float32 else "f64"
         return (f"typedef {t} {vt};\nHL_INLINE {vt} hl_vld_{vt[3:]}(const {t}* p) {{ return *p; }}\n"
-                f"HL_INLINE void hl_vst_{vt[3:]}({t}* p, {vt} x) {{ *p = x; }}\n")
+                f"HL_INLINE void hl_vst_{vt[3:]}({t}* p, {vt} x) {{ *p = x; }}\n"
+                f"#define hl_vmax_{vt[3:]} hl_max_{sfx}\n#define hl_vmin_{vt[3:]} hl_min_{sfx}\n")
+    it = "int32_t" if d is dt.float32 else "int64_t"
+    mt = f"{vt}_mask"
     return (f"typedef {t} {vt} __attribute__((vector_size({n})));\n"
             f"typedef {t} {vt}u __attribute__((vector_size({n}), aligned({d.itemsize}), may_alias));\n"
+            f"typedef {it} {mt} __attribute__((vector_size({n})));\n"
             f"HL_INLINE {vt} hl_vld_{vt[3:]}(const {t}* p) {{ return *(const {vt}u*)p; }}\n"
-            f"HL_INLINE void hl_vst_{vt[3:]}({t}* p, {vt} x) {{ *({vt}u*)p = x; }}\n")
+            f"HL_INLINE void hl_vst_{vt[3:]}({t}* p, {vt} x) {{ *({vt}u*)p = x; }}\n"
+            # NaN-propagating max/min (as hl_max/hl_min): a where a > b or a is NaN, else b
+            f"HL_INLINE {vt} hl_vblend_{vt[3:]}({mt} m, {vt} a, {vt} b) {{ "
+            f"return ({vt})((m & ({mt})a) | (~m & ({mt})b)); }}\n"
+            f"HL_INLINE {vt} hl_vmax_{vt[3:]}({vt} a, {vt} b) {{ return hl_vblend_{vt[3:]}((a > b) | (a != a), a, b); }}\n"
+            f"HL_INLINE {vt} hl_vmin_{vt[3:]}({vt} a, {vt} b) {{ return hl_vblend_{vt[3:]}((a < b) | (a != a), a, b); }}\n")
 
 
 class MicroKernelPrinter:
@@ -220,22 +228,25 @@ class MicroKernelPrinter:
         """(C text, is a vector) of ``e`` for one accumulator of ``n`` lanes; vector loads become
         temporaries declared once per iteration (in ``out``)."""
         r = self.r
+        if lane_invariant(e, self.mk.vec.var):
+            return r.expr(substitute(e, env)), False
         if e.op is Op.LOAD:
-            vec = lane_stride(r.flat_index(e.arg, e.src), self.mk.vec.var) == 1
-            if not vec:
-                return r.load(Expr(Op.LOAD, e.dtype, tuple(substitute(i, env) for i in e.src), e.arg)), False
             addr = self._addr(e.arg, e.src, env)
             if (addr, n) not in temps:
                 vt = self.types[n]
                 temps[addr, n] = f"hl_v{len(temps)}"
                 out.append(f"{ipad}const {vt} {temps[addr, n]} = hl_vld_{vt[3:]}({addr});")
             return temps[addr, n], True
-        if e.op is Op.CONST:
-            return r.const(e.arg, e.dtype), False
-        if e.op is Op.VAR:
-            return r.expr(substitute(e, env)), False
+        if e.op is Op.SELECT:
+            c = r.expr(substitute(e.src[0], env))
+            a, b = (self._vexpr(x, env, n, temps, ipad, out) for x in e.src[1:])
+            a, b = (t if isv else f"(({self.types[n]}){{0}} + {t})" for t, isv in (a, b))
+            return f"({c} ? {a} : {b})", True
         parts = [self._vexpr(s, env, n, temps, ipad, out) for s in e.src]
         anyv = any(p[1] for p in parts)
+        if e.op in (Op.MAX, Op.MIN):
+            a, b = (t if isv else f"(({self.types[n]}){{0}} + {t})" for t, isv in parts)
+            return f"hl_v{e.op.name.lower()}_{self.types[n][3:]}({a}, {b})", True
         if e.op is Op.NEG:
             return f"(-{parts[0][0]})", anyv
         return f"({parts[0][0]} {_ARITH[e.op]} {parts[1][0]})", anyv

@@ -138,8 +138,16 @@ class Gemm(Template):
 
         nv = 4 if hw.vector_regs >= 32 else 2
         nr = pick("nr", lanes * nv)
+        if space.knob("pack_b").values == (0,):     # no padded panels: columns that divide
+            fits = [v for v in space.knob("nr").values if ye % v == 0 and 2 * v >= nr and v <= nr]
+            nr = max(fits) if fits else nr
         nv = -(-nr // lanes)
         mr = pick("mr", max(1, (hw.vector_regs - 1 - nv) // nv))
+        if space.knob("pack_a").values == (0,):
+            # A cannot be padded by packing (a convolution's window): rows that divide the output
+            # leave no tail tile, whose guards would keep the tile out of registers (likewise B)
+            fits = [v for v in space.knob("mr").values if xe % v == 0 and 2 * v >= mr and v <= mr]
+            mr = max(fits) if fits else mr
         rows, cols = -(-xe // mr), -(-ye // nr)
         panel_bytes = kdepth * item
         # A blocks of at most half of L2, B blocks so that each thread has its own (when the
