@@ -2,23 +2,31 @@
 
 Tables: ``workloads`` (structural key, family, shapes, dtypes, description), ``targets``
 (key + provenance), ``trials`` (config, schedule steps, every repeat time, failure, tuner,
-seed, timestamps). Each trial commits as it finishes, so a killed run loses nothing; several
+seed, timestamps, and a fingerprint that keeps one copy of each trial), ``spaces`` (each
+workload's knob space on each target, stored when a task registers, to check imported
+configs against). Each trial commits as it finishes, so a killed run loses nothing; several
 processes may write one database at once (WAL + busy timeout + retried writes).
+
+Schema 3 keys workloads by op names (format 2); a database of schema 2 or older is migrated:
+its workload keys (format 1, built from ``Op`` positions) are kept behind ``LEGACY_PREFIX``
+until a task of the same workload re-keys them (``adopt_legacy``), and ``run`` reads them
+through ``autotune.task.legacy_workload_key`` meanwhile.
 """
 
 from __future__ import annotations
 
 import json
-import math
+import logging
 import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..dsl.errors import ConfigError, HlotuneError
+from ..dsl.errors import ConfigError, DataFileError, HlotuneError
+from .records import FAILURES, LEGACY_PREFIX, SCHEMA_VERSION, fingerprint, plausible_times
 
-SCHEMA_VERSION = 2
+log = logging.getLogger(__name__)
 
 _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
@@ -33,16 +41,50 @@ _SCHEMA = [
         target_id INTEGER NOT NULL REFERENCES targets(id), config TEXT NOT NULL, config_key TEXT NOT NULL,
         steps TEXT NOT NULL, times TEXT NOT NULL, median REAL, failure TEXT, message TEXT,
         tuner TEXT NOT NULL, seed INTEGER, run TEXT, started REAL NOT NULL, finished REAL NOT NULL,
-        hlotune_version TEXT NOT NULL)""",
+        hlotune_version TEXT NOT NULL, fingerprint TEXT)""",
     """CREATE INDEX IF NOT EXISTS trials_task ON trials (workload_id, target_id, median)""",
+    """CREATE UNIQUE INDEX IF NOT EXISTS trials_once ON trials (workload_id, target_id, fingerprint)""",
+    """CREATE TABLE IF NOT EXISTS spaces (
+        workload_id INTEGER NOT NULL REFERENCES workloads(id), target_id INTEGER NOT NULL REFERENCES targets(id),
+        knobs TEXT NOT NULL, PRIMARY KEY (workload_id, target_id))""",
 ]
 
-# migrations[v] upgrades a database at version v to v + 1
-_MIGRATIONS = {
-    1: ["ALTER TABLE workloads ADD COLUMN flops REAL", "ALTER TABLE workloads ADD COLUMN bytes REAL"],
-}
 
-FAILURES = ("invalid", "compile_error", "runtime_error", "wrong_answer", "timeout")
+def _migrate_1(conn) -> None:
+    conn.execute("ALTER TABLE workloads ADD COLUMN flops REAL")
+    conn.execute("ALTER TABLE workloads ADD COLUMN bytes REAL")
+
+
+def _migrate_2(conn) -> None:
+    """Fingerprint every trial (dropping copies that repeated imports made) and put the
+    format-1 workload keys behind LEGACY_PREFIX."""
+    if _has_table(conn, "trials"):
+        conn.execute("ALTER TABLE trials ADD COLUMN fingerprint TEXT")
+        seen, dup = set(), []
+        for r in conn.execute("SELECT * FROM trials ORDER BY id").fetchall():
+            fp = fingerprint(json.loads(r["config"]), json.loads(r["times"]), r["failure"], r["tuner"], r["seed"],
+                             r["run"] or "", r["started"], r["finished"])
+            if (r["workload_id"], r["target_id"], fp) in seen:
+                dup.append((r["id"],))
+            else:
+                seen.add((r["workload_id"], r["target_id"], fp))
+                conn.execute("UPDATE trials SET fingerprint=? WHERE id=?", (fp, r["id"]))
+        conn.executemany("DELETE FROM trials WHERE id=?", dup)
+        if dup:
+            log.warning("tuning database: dropped %d duplicate trials while migrating to schema 3", len(dup))
+    n = conn.execute("UPDATE workloads SET key=? || key WHERE key NOT LIKE ?",
+                     (LEGACY_PREFIX, LEGACY_PREFIX + "%")).rowcount
+    if n:
+        log.warning("tuning database: %d workloads keep their format-1 keys (%s...) until 'hlotune tune' re-keys "
+                    "them; 'hlotune run --db' still finds them", n, LEGACY_PREFIX)
+
+
+# _MIGRATIONS[v] upgrades a database at schema v to v + 1
+_MIGRATIONS = {1: _migrate_1, 2: _migrate_2}
+
+
+def _has_table(conn, name: str) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
 
 
 @dataclass(frozen=True)
@@ -81,17 +123,33 @@ def config_key(config: dict) -> str:
 
 
 class Database:
-    """A tuning database file (SQLite). ``Database(":memory:")`` works for tests."""
+    """A tuning database file (SQLite). ``Database(":memory:")`` works for tests.
 
-    def __init__(self, path: str | Path = "tuning.db"):
+    ``create=False`` refuses a path with no database (reports, exports, ``run --db``); a new
+    database is made only in a folder that exists. A file that is not a tuning database of a
+    schema this hlotune knows raises DataFileError."""
+
+    def __init__(self, path: str | Path = "tuning.db", create: bool = True):
         self.path = str(path)
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            _check_path(Path(self.path), create)
+        try:
+            self.conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        except sqlite3.Error as e:
+            raise DataFileError(f"cannot open tuning database {self.path}: {e}") from None
         self.conn.row_factory = sqlite3.Row
-        self._write("PRAGMA journal_mode=WAL") if self.path != ":memory:" else None
-        self.conn.execute("PRAGMA busy_timeout=60000")
-        self._init_schema()
+        try:
+            self._stored_version()      # refuse a foreign or newer file before writing to it
+            self._write("PRAGMA journal_mode=WAL") if self.path != ":memory:" else None
+            self.conn.execute("PRAGMA busy_timeout=60000")
+            self._init_schema()
+        except HlotuneError:
+            self.conn.close()
+            raise
+        except (sqlite3.DatabaseError, ValueError, TypeError) as e:
+            self.conn.close()
+            raise DataFileError(f"{self.path} is not a usable tuning database ({e}); give another --db, or move "
+                                "it away to start a new one") from None
 
     # ------------------------------------------------------------------ schema
     def _write(self, sql: str, params=()):
@@ -107,22 +165,14 @@ class Database:
     def _init_schema(self) -> None:
         self._write("BEGIN IMMEDIATE")
         try:
-            have = self.conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
-            version = None
-            if have:
-                row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-                version = int(row["value"]) if row else None
+            version = self._stored_version()
             if version is None:
                 for sql in _SCHEMA:
                     self.conn.execute(sql)
                 self.conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
-            elif version > SCHEMA_VERSION:
-                raise HlotuneError(f"tuning database {self.path} has schema {version}, newer than this "
-                                   f"hlotune's {SCHEMA_VERSION}: upgrade hlotune")
             else:
                 while version < SCHEMA_VERSION:
-                    for sql in _MIGRATIONS[version]:
-                        self.conn.execute(sql)
+                    _MIGRATIONS[version](self.conn)
                     version += 1
                 for sql in _SCHEMA:
                     self.conn.execute(sql)
@@ -131,6 +181,24 @@ class Database:
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
+
+    def _stored_version(self) -> int | None:
+        """The schema of an existing tuning database; None for an empty file."""
+        if not _has_table(self.conn, "meta"):
+            if self.conn.execute("SELECT 1 FROM sqlite_master").fetchone() is not None:
+                raise DataFileError(f"{self.path} is an SQLite database but not a tuning database")
+            return None
+        row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        try:
+            version = int(row["value"])
+        except (TypeError, ValueError):
+            version = 0
+        if version < 1:
+            raise DataFileError(f"{self.path} has no valid schema version; it is not a tuning database")
+        if version > SCHEMA_VERSION:
+            raise DataFileError(f"tuning database {self.path} has schema {version}, newer than this "
+                                f"hlotune's {SCHEMA_VERSION}: upgrade hlotune")
+        return version
 
     @property
     def schema_version(self) -> int:
@@ -152,6 +220,20 @@ class Database:
                     (key, kind, json.dumps(provenance, sort_keys=True)))
         return self._id("targets", key)
 
+    def add_space(self, workload: str, target: str, space) -> None:
+        """Store the knob space (a ``Space``) of a registered workload on a target."""
+        knobs = json.dumps([[k.name, list(k.values)] for k in space.knobs])
+        self._write("INSERT OR REPLACE INTO spaces VALUES (?, ?, ?)",
+                    (self._id("workloads", workload), self._id("targets", target), knobs))
+
+    def space(self, workload: str, target: str):
+        """The stored knob space of a workload on a target, or None."""
+        from ..schedules.templates.base import Knob, Space
+        row = self.conn.execute("SELECT s.knobs FROM spaces s JOIN workloads w ON s.workload_id=w.id "
+                                "JOIN targets g ON s.target_id=g.id WHERE w.key=? AND g.key=?",
+                                (workload, target)).fetchone()
+        return None if row is None else Space(tuple(Knob(n, tuple(v)) for n, v in json.loads(row["knobs"])))
+
     def _id(self, table: str, key: str) -> int:
         row = self.conn.execute(f"SELECT id FROM {table} WHERE key=?", (key,)).fetchone()
         if row is None:
@@ -165,28 +247,73 @@ class Database:
     def workloads(self) -> list[dict]:
         return [_workload_row(r) for r in self.conn.execute("SELECT * FROM workloads ORDER BY id")]
 
+    def target(self, key: str) -> dict | None:
+        row = self.conn.execute("SELECT * FROM targets WHERE key=?", (key,)).fetchone()
+        return None if row is None else _target_row(row)
+
     def targets(self) -> list[dict]:
-        return [{"key": r["key"], "kind": r["kind"], "provenance": json.loads(r["provenance"])}
-                for r in self.conn.execute("SELECT * FROM targets ORDER BY id")]
+        return [_target_row(r) for r in self.conn.execute("SELECT * FROM targets ORDER BY id")]
+
+    # ------------------------------------------------------------------ format-1 keys
+    def has_legacy(self) -> bool:
+        """Whether some workload still has a format-1 key."""
+        return self.conn.execute("SELECT 1 FROM workloads WHERE key LIKE ? LIMIT 1",
+                                 (LEGACY_PREFIX + "%",)).fetchone() is not None
+
+    def adopt_legacy(self, old: str, new: str) -> int:
+        """Re-key the workload of format-1 key ``old`` as ``new`` (its trials join those of
+        ``new`` when both exist, one copy of each). Returns how many trials it had."""
+        row = self.conn.execute("SELECT id FROM workloads WHERE key=?", (LEGACY_PREFIX + old,)).fetchone()
+        if row is None:
+            return 0
+        wid = int(row["id"])
+        self._write("BEGIN IMMEDIATE")
+        try:
+            n = self.conn.execute("SELECT COUNT(*) FROM trials WHERE workload_id=?", (wid,)).fetchone()[0]
+            have = self.conn.execute("SELECT id FROM workloads WHERE key=?", (new,)).fetchone()
+            if have is None:
+                self.conn.execute("UPDATE workloads SET key=? WHERE id=?", (new, wid))
+            else:
+                self.conn.execute("UPDATE OR IGNORE trials SET workload_id=? WHERE workload_id=?", (have["id"], wid))
+                for table in ("trials", "spaces"):
+                    self.conn.execute(f"DELETE FROM {table} WHERE workload_id=?", (wid,))
+                self.conn.execute("DELETE FROM workloads WHERE id=?", (wid,))
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        log.info("re-keyed workload %s%s (%d trials) as %s", LEGACY_PREFIX, old, n, new)
+        return n
 
     # ------------------------------------------------------------------ trials
     def add_trial(self, t: Trial) -> int:
-        """Store one trial and commit it at once."""
-        from hlotune import __version__
+        """Store one trial and commit it at once; a trial already stored is kept once.
+        Returns its row id."""
         if t.failure is not None and t.failure not in FAILURES:
             raise ConfigError(f"unknown failure kind '{t.failure}'; expected one of {FAILURES}")
-        if any(not (isinstance(x, (int, float)) and math.isfinite(x) and x > 0) for x in t.times):
-            raise ConfigError(f"trial times must be finite positive seconds, got {t.times}")
-        w = self._id("workloads", t.workload)
-        g = self._id("targets", t.target)
+        if not plausible_times(list(t.times)):
+            raise ConfigError(f"trial times must be plausible seconds per call, got {t.times}")
+        started, finished = t.started or time.time(), t.finished or time.time()
+        return self._insert(self._id("workloads", t.workload), self._id("targets", t.target), t.config, t.steps,
+                            list(t.times), t.median, t.failure, t.message, t.tuner, t.seed, t.run, started,
+                            finished)[0]
+
+    def _insert(self, wid, gid, config, steps, times, median, failure, message, tuner, seed, run, started,
+                finished) -> tuple[int, bool]:
+        """Insert a checked trial row unless its fingerprint is stored; (row id, inserted)."""
+        from hlotune import __version__
+        fp = fingerprint(config, times, failure, tuner, seed, run, started, finished)
         cur = self._write(
-            "INSERT INTO trials (workload_id, target_id, config, config_key, steps, times, median, failure, "
-            "message, tuner, seed, run, started, finished, hlotune_version) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (w, g, json.dumps(t.config, sort_keys=True), config_key(t.config), json.dumps(t.steps),
-             json.dumps(list(t.times)), t.median, t.failure, t.message[:4000], t.tuner, t.seed, t.run,
-             t.started or time.time(), t.finished or time.time(), __version__))
-        return int(cur.lastrowid)
+            "INSERT OR IGNORE INTO trials (workload_id, target_id, config, config_key, steps, times, median, "
+            "failure, message, tuner, seed, run, started, finished, hlotune_version, fingerprint) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (wid, gid, json.dumps(config, sort_keys=True), config_key(config), json.dumps(steps), json.dumps(times),
+             median, failure, message[:4000], tuner, seed, run, started, finished, __version__, fp))
+        if cur.rowcount:
+            return int(cur.lastrowid), True
+        row = self.conn.execute("SELECT id FROM trials WHERE workload_id=? AND target_id=? AND fingerprint=?",
+                                (wid, gid, fp)).fetchone()
+        return int(row["id"]), False
 
     def _trials(self, where: str, params, order: str = "t.id", limit: int | None = None) -> list[Trial]:
         sql = ("SELECT t.*, w.key AS wkey, g.key AS gkey FROM trials t JOIN workloads w ON t.workload_id=w.id "
@@ -231,72 +358,43 @@ class Database:
     # ------------------------------------------------------------------ logs
     def export_jsonl(self, path, workload: str | None = None) -> int:
         """Write every trial (with its workload and target records) as JSON lines."""
-        n = 0
-        wl = {w["key"]: w for w in self.workloads()}
-        tg = {t["key"]: t for t in self.targets()}
-        with open(path, "w") as f:
-            for t in self.history(workload):
-                rec = {"workload": wl[t.workload], "target": tg[t.target], "config": t.config, "steps": t.steps,
-                       "times": t.times, "failure": t.failure, "message": t.message, "tuner": t.tuner,
-                       "seed": t.seed, "run": t.run, "started": t.started, "finished": t.finished}
-                f.write(json.dumps(rec, sort_keys=True) + "\n")
-                n += 1
-        return n
+        from .records import export_log
+        return export_log(self, path, workload)
 
-    def import_jsonl(self, path, validate=None) -> tuple[int, list[tuple[int, str]]]:
-        """Import a JSON-lines log. Each record is checked (fields, failure kind, finite positive
-        times, and ``validate(record)`` which raises ConfigError for unknown knobs or values
-        outside the space); bad lines are skipped with a reason. Returns (imported, skipped)."""
-        ok, skipped = 0, []
-        with open(path) as f:
-            for n, line in enumerate(f, 1):
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    rec = json.loads(line)
-                    _check_record(rec)
-                    if validate is not None:
-                        validate(rec)
-                    w, g = rec["workload"], rec["target"]
-                    self.add_workload(w["key"], w["family"], w["shapes"], w["dtypes"], w["description"],
-                                      w.get("flops"), w.get("bytes"))
-                    self.add_target(g["key"], g["kind"], g["provenance"])
-                    self.add_trial(Trial(w["key"], g["key"], rec["config"], rec["steps"], rec["times"],
-                                         rec["failure"], rec.get("message", ""), rec["tuner"], rec.get("seed"),
-                                         rec.get("run", ""), rec.get("started", 0.0), rec.get("finished", 0.0)))
-                    ok += 1
-                except (json.JSONDecodeError, ConfigError, KeyError, TypeError, ValueError) as e:
-                    skipped.append((n, f"{type(e).__name__}: {e}"))
-        return ok, skipped
+    def import_log(self, path, validate=None, skip_bad: bool = True):
+        """Import a JSON-lines log in one transaction; see ``records.import_log``."""
+        from .records import import_log
+        return import_log(self, path, validate, skip_bad)
+
+    def import_jsonl(self, path, validate=None, skip_bad: bool = True) -> tuple[int, list[tuple[int, str]]]:
+        """Import a JSON-lines log: (trials added, [(line, why) for each bad line]). Every
+        record is checked (``records.parse_record``, ``records.check_config`` against the
+        workload's stored space, and ``validate(record)`` when given); bad lines are skipped, or
+        with ``skip_bad=False`` nothing is imported. Records already stored are not added twice."""
+        r = self.import_log(path, validate, skip_bad)
+        return r.imported, r.skipped
 
 
-def _check_record(rec: dict) -> None:
-    for k in ("workload", "target", "config", "steps", "times", "failure", "tuner"):
-        if k not in rec:
-            raise ConfigError(f"record has no '{k}'")
-    if not isinstance(rec["config"], dict):
-        raise ConfigError("config must be an object")
-    if rec["failure"] is not None and rec["failure"] not in FAILURES:
-        raise ConfigError(f"unknown failure '{rec['failure']}'")
-    times = rec["times"]
-    if not isinstance(times, list) or any(
-            not isinstance(x, (int, float)) or isinstance(x, bool) or not math.isfinite(x) or x <= 0 for x in times):
-        raise ConfigError(f"times must be a list of finite positive numbers, got {times!r}")
-    if rec["failure"] is None and not times:
-        raise ConfigError("a successful trial needs its times")
-    for k in ("key", "family", "shapes", "dtypes", "description"):
-        if k not in rec["workload"]:
-            raise ConfigError(f"workload has no '{k}'")
-    for k in ("key", "kind", "provenance"):
-        if k not in rec["target"]:
-            raise ConfigError(f"target has no '{k}'")
+def _check_path(p: Path, create: bool) -> None:
+    if p.exists():
+        if not p.is_file():
+            raise DataFileError(f"tuning database {p} is not a file")
+    elif not create:
+        raise DataFileError(f"no tuning database at {p}: tune first ('hlotune tune MODULE --db {p}') "
+                            "or give the path of an existing one")
+    elif not p.parent.is_dir():
+        raise DataFileError(f"cannot create tuning database {p}: folder '{p.parent}' does not exist "
+                            "(create it first)")
 
 
 def _workload_row(r) -> dict:
     return {"key": r["key"], "family": r["family"], "shapes": json.loads(r["shapes"]),
             "dtypes": json.loads(r["dtypes"]), "description": r["description"], "flops": r["flops"],
             "bytes": r["bytes"]}
+
+
+def _target_row(r) -> dict:
+    return {"key": r["key"], "kind": r["kind"], "provenance": json.loads(r["provenance"])}
 
 
 def _trial_row(r) -> Trial:

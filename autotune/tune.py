@@ -40,8 +40,7 @@ class TaskResult:
 
 
 def register_task(db: Database, task: Task) -> None:
-    db.add_workload(task.key, task.family, task.shapes, task.dtypes, task.description, task.flops, task.bytes)
-    db.add_target(task.target.key, task.target.kind, task.target.provenance)
+    task.register(db)
 
 
 def warm_start_configs(db: Database, task: Task, k: int = 4) -> list[dict]:

@@ -75,6 +75,11 @@ class ConfigError(HlotuneError, ValueError):
         super().__init__(message)
 
 
+class DataFileError(HlotuneError, ValueError):
+    """A data file (npz arrays, a tuning database or log) is missing, unreadable, corrupt or of
+    an unknown version; the message names the file and what to do."""
+
+
 class TargetError(HlotuneError, ValueError):
     """An unknown or unavailable target/device."""
 

@@ -371,12 +371,15 @@ def rebuild(x: Expr, src: tuple[Expr, ...], arg=None) -> Expr:
     return Expr(x.op, x.dtype, src, arg)
 
 
-def structural_key(roots) -> tuple:
+def structural_key(roots, opcode=None) -> tuple:
     """A hashable key of the expressions ``roots`` that ignores every name.
 
     Variables and tensors are numbered by first appearance; a compute tensor is keyed by its
-    definition, recursively; placeholders by shape and dtype.
+    definition, recursively; placeholders by shape and dtype. Ops, dtypes and reducers appear by
+    name, so the key survives a reordering of ``Op``; ``opcode(op)`` overrides how an op appears
+    (format-1 workload keys used its position in ``Op``).
     """
+    opcode = opcode or (lambda op: op.name)
     vars_: dict[IterVar, int] = {}
     tensors: dict[int, int] = {}
     memo: dict[int, tuple] = {}
@@ -420,7 +423,7 @@ def structural_key(roots) -> tuple:
             arg = ("nan",) if isinstance(v, float) and math.isnan(v) else v
         else:
             arg = e.arg
-        k = (e.op.value, e.dtype.name, arg, tuple(ek(s) for s in e.src))
+        k = (opcode(e.op), e.dtype.name, arg, tuple(ek(s) for s in e.src))
         memo[id(e)] = k
         return k
 

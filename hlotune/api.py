@@ -10,7 +10,7 @@ import numpy as np
 
 from .runtime.module import CompiledGraph
 
-__all__ = ["CompiledModule", "Module", "compile", "load_hlo", "report", "tolerance", "tune"]
+__all__ = ["CompiledModule", "Module", "check_tune_args", "compile", "load_hlo", "report", "tolerance", "tune"]
 
 
 @dataclass
@@ -106,17 +106,18 @@ class CompiledModule:
         return self.graph.kernels
 
 
-def _db(db):
+def _db(db, create: bool = True):
+    """A Database from a path (``create=False``: one that must exist) or a Database."""
     from .autotune.database import Database
     if db is None or isinstance(db, Database):
         return db
-    return Database(db)
+    return Database(db, create=create)
 
 
 def compile(module, target="cpu", db=None) -> CompiledModule:
     """Compile ``module`` (a Module, path or HLO text) for ``target``. With ``db`` (a path or
     Database), each kernel uses the best configuration tuned for it on this target; kernels
-    the database does not know get the default schedule."""
+    the database does not know get the default schedule; ``db`` must exist."""
     from .runtime.targets import get_target
     if not isinstance(module, Module):
         module = load_hlo(module)
@@ -124,7 +125,7 @@ def compile(module, target="cpu", db=None) -> CompiledModule:
     fn = None
     if db is not None:
         from .autotune.task import tuned_schedule_fn
-        fn = tuned_schedule_fn(_db(db), t)
+        fn = tuned_schedule_fn(_db(db, create=False), t)
     return CompiledModule(module, t, fn)
 
 
@@ -135,6 +136,7 @@ def tune(module, target="cpu", trials: int = 64, db="tuning.db", tuner: str = "b
     resumes. Returns one result per task (see ``autotune.tune.TaskResult``)."""
     from .autotune.tune import tune_graph
     from .runtime.targets import get_target
+    check_tune_args(trials, tuner, seed, **options)
     if not isinstance(module, Module):
         module = load_hlo(module)
     from .autotune.task import workload_key
@@ -144,10 +146,35 @@ def tune(module, target="cpu", trials: int = 64, db="tuning.db", tuner: str = "b
                       progress=progress, module_key=key, **options)
 
 
+def check_tune_args(trials=64, tuner="bayes", seed=0, **options) -> None:
+    """Raise ConfigError naming the argument unless ``trials`` (and ``batch``, ``repeat``) is a
+    positive int, ``tuner`` is registered, ``seed`` is in [0, 2^32) and ``timeout``,
+    ``min_repeat_ms`` are positive finite numbers."""
+    import math
+
+    from .autotune.tuners import TUNERS
+    from .dsl.errors import ConfigError
+
+    def is_int(v):
+        return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+    for name, v in (("trials", trials), ("batch", options.get("batch", 1)), ("repeat", options.get("repeat", 1))):
+        if not is_int(v) or v < 1:
+            raise ConfigError(f"{name} must be a positive integer, got {v!r}", name)
+    if tuner not in TUNERS:
+        raise ConfigError(f"unknown tuner {tuner!r}; expected one of {sorted(TUNERS)}", "tuner")
+    if not is_int(seed) or not 0 <= seed < 2**32:
+        raise ConfigError(f"seed must be an integer in [0, 2^32), got {seed!r}", "seed")
+    for name in ("timeout", "min_repeat_ms"):
+        v = options.get(name, 1.0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
+            raise ConfigError(f"{name} must be a positive number, got {v!r}", name)
+
+
 def report(db="tuning.db"):
-    """pandas reports of a tuning database (see ``autotune.report.Report``)."""
+    """pandas reports of a tuning database (see ``autotune.report.Report``), which must exist."""
     from .autotune.report import Report
-    return Report(_db(db))
+    return Report(_db(db, create=False))
 
 
 def tolerance(dtype, scale: float = 1.0) -> tuple[float, float]:

@@ -4,27 +4,80 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
+import sqlite3
 import sys
 import time
+import zipfile
+import zlib
+from pathlib import Path
 
 import numpy as np
 
-from .dsl.errors import HlotuneError
+from .dsl.errors import DataFileError, HlotuneError, KernelArgumentError
+
+_NPZ_ERRORS = (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error)
+
+
+def _load_npz(path, what: str):
+    """The archive of arrays (``np.savez``) at ``path``; DataFileError naming ``what`` when it is
+    missing, not an npz archive, or holds pickled objects."""
+    try:
+        z = np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise DataFileError(f"{what} file {path} does not exist") from None
+    except _NPZ_ERRORS:
+        raise DataFileError(f"{what} file {path} is not an npz archive of arrays (hlotune loads no pickled "
+                            "objects); write one with np.savez(path, name=array, ...)") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise DataFileError(f"{what} file {path} holds one .npy array, not an npz archive; write one with "
+                            "np.savez(path, name=array, ...)")
+    return z
+
+
+def _array(z, key: str, path) -> np.ndarray:
+    try:
+        return z[key]
+    except _NPZ_ERRORS as e:
+        raise DataFileError(f"{path}: array '{key}' cannot be read ({e})") from None
+
+
+def _exact_cast(a: np.ndarray, t, where: str) -> np.ndarray:
+    """``a`` as parameter ``t``'s dtype when every value survives the cast (as the Python API
+    takes only arrays of the parameter's dtype, the CLI converts only what it can keep)."""
+    want = t.dtype.np
+    if a.dtype == want:
+        return a
+    if a.dtype.kind not in "biuf":
+        raise KernelArgumentError(f"{where} has dtype {a.dtype}; parameter {t.name} needs {t.dtype}")
+    with np.errstate(all="ignore"):
+        b = a.astype(want)
+        back = b.astype(a.dtype)
+        same = (back == a) & (b == a)     # back: no rounding or wrap; b == a: no sign flip (uint8 -> int8)
+    if a.dtype.kind == "f":
+        same |= np.isnan(a) & np.isnan(back)
+    if not same.all():
+        i = tuple(int(x) for x in np.argwhere(~same)[0])
+        raise KernelArgumentError(f"{where} is {a.dtype} and parameter {t.name} is {t.dtype}: the cast changes "
+                                  f"values ({a[i].item()!r} at {list(i)} becomes {b[i].item()!r}); save the "
+                                  f"array as {t.dtype}")
+    return b
 
 
 def _load_inputs(module, path):
     if path is None:
         return module.random_inputs()
-    z = np.load(path)
+    z = _load_npz(path, "inputs")
     arrays = []
     for k, t in enumerate(module.params):
         key = f"arg{k}"
         if key not in z.files:
-            raise HlotuneError(f"{path}: no array '{key}' for parameter {k} ({t.name}: {t.dtype}{list(t.shape)})")
-        a = z[key]
+            raise KernelArgumentError(f"{path}: no array '{key}' for parameter {k} ({t.name}: "
+                                      f"{t.dtype}{list(t.shape)})")
+        a = _array(z, key, path)
         if tuple(a.shape) != t.shape:
-            raise HlotuneError(f"{path}: '{key}' has shape {a.shape}, parameter {t.name} needs {t.shape}")
-        arrays.append(a.astype(t.dtype.np, copy=False))
+            raise KernelArgumentError(f"{path}: '{key}' has shape {a.shape}, parameter {t.name} needs {t.shape}")
+        arrays.append(_exact_cast(a, t, f"{path}: '{key}'"))
     return arrays
 
 
@@ -32,16 +85,19 @@ def check_outputs(outs, ref_path, rtol=None, atol=None) -> list[dict]:
     """Compare ``outs`` with ``out0, out1, ...`` of an npz; one dict per output."""
     from .api import tolerance
     from .dsl.reference import abs_error, tolerance_limit
-    z = np.load(ref_path)
+    z = _load_npz(ref_path, "reference")
     rows = []
     for k, o in enumerate(outs):
         key = f"out{k}"
         if key not in z.files:
             rows.append({"output": key, "ok": False, "why": "missing in reference"})
             continue
-        r = z[key]
+        r = _array(z, key, ref_path)
         if r.shape != o.shape:
             rows.append({"output": key, "ok": False, "why": f"shape {o.shape} != reference {r.shape}"})
+            continue
+        if r.dtype.kind not in "biuf":
+            rows.append({"output": key, "ok": False, "why": f"reference dtype {r.dtype} is not numeric"})
             continue
         fin = np.abs(r[np.isfinite(r)]) if r.dtype.kind == "f" else np.zeros(1)
         rt, at = tolerance(r.dtype, float(fin.max()) if fin.size else 1.0)
@@ -71,7 +127,7 @@ def cmd_run(args) -> int:
     t2 = time.perf_counter()
     print(f"{m.signature}")
     print(f"target {cm.target}: {len(cm.kernels)} kernel(s), compiled in {t1 - t0:.2f}s, ran in {(t2 - t1) * 1e3:.2f}ms")
-    if args.repeat:
+    if args.repeat is not None:
         import statistics
         ts = []
         for _ in range(args.repeat):
@@ -100,8 +156,9 @@ def cmd_run(args) -> int:
 
 
 def cmd_tune(args) -> int:
-    from .api import load_hlo, tune
+    from .api import check_tune_args, load_hlo, tune
     from .autotune.tune import summary_table
+    check_tune_args(args.trials, args.tuner, args.seed, batch=args.batch, timeout=args.timeout)
     m = load_hlo(args.module)
     t0 = time.perf_counter()
     opts = {}
@@ -136,19 +193,74 @@ def cmd_report(args) -> int:
 
 def cmd_export(args) -> int:
     from .autotune.database import Database
-    n = Database(args.db).export_jsonl(args.log)
+    n = Database(args.db, create=False).export_jsonl(args.log)
     print(f"exported {n} trials from {args.db} to {args.log}")
     return 0
 
 
 def cmd_import(args) -> int:
+    """Import a log in one transaction: nothing when a line is bad (unless ``--skip-bad``);
+    a database this command created is removed again when nothing went in."""
     from .autotune.database import Database
-    from .schedules.templates.families import validate_record
-    ok, skipped = Database(args.db).import_jsonl(args.log, validate_record)
-    print(f"imported {ok} trials into {args.db}; skipped {len(skipped)}")
-    for line, why in skipped:
+    new = not Path(args.db).exists()
+    db = Database(args.db)
+    r = None
+    try:
+        r = db.import_log(args.log, skip_bad=args.skip_bad)
+    finally:
+        db.close()
+        if new and (r is None or not r.imported):
+            _remove_db(args.db)
+    for line, why in r.skipped:
         print(f"  line {line}: {why}")
-    return 0 if not skipped else 1
+    if not r.committed:
+        print(f"nothing imported into {args.db}: {len(r.skipped)} bad line(s) in {args.log} (fix them, or "
+              "give --skip-bad to import the others)")
+        return 1
+    print(f"imported {r.imported} trials into {args.db}; {r.duplicates} were there already; "
+          f"skipped {len(r.skipped)}")
+    if r.legacy:
+        print(f"{r.legacy} trials carry workload keys of format 1 (a log of schema 2): 'hlotune tune' of their "
+              "modules re-keys them, and 'hlotune run --db' finds them meanwhile")
+    return 0 if not r.skipped else 1
+
+
+def _remove_db(path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return v
+
+
+def _seed(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        v = -1
+    if not 0 <= v < 2**32:
+        raise argparse.ArgumentTypeError(f"must be an integer in [0, 2^32), got {text!r}")
+    return v
+
+
+def _number(positive: bool):
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            v = math.nan
+        if not math.isfinite(v) or v < 0 or (positive and v == 0):
+            raise argparse.ArgumentTypeError(f"must be a {'positive' if positive else 'non-negative'} number, "
+                                             f"got {text!r}")
+        return v
+    return parse
 
 
 def _mib(n: int) -> str:
@@ -210,22 +322,23 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--inputs", help="npz with arg0, arg1, ... (random inputs when omitted)")
     r.add_argument("--check", help="npz with out0, out1, ... to compare against")
     r.add_argument("--out", help="write the outputs to this npz")
-    r.add_argument("--rtol", type=float, help="relative tolerance for --check (default per dtype)")
-    r.add_argument("--atol", type=float, help="absolute tolerance for --check (default per dtype)")
-    r.add_argument("--db", help="use the best tuned configs from this tuning database")
-    r.add_argument("--repeat", type=int, default=0, help="time this many calls and print the median")
+    r.add_argument("--rtol", type=_number(False), help="relative tolerance for --check (default per dtype)")
+    r.add_argument("--atol", type=_number(False), help="absolute tolerance for --check (default per dtype)")
+    r.add_argument("--db", help="use the best tuned configs from this (existing) tuning database")
+    r.add_argument("--repeat", type=_positive_int, help="time this many calls and print the median")
     r.set_defaults(fn=cmd_run)
     t = sub.add_parser("tune", help="tune every kernel of an HLO module, recording trials in a database")
     t.add_argument("module", help="HLO text file (.hlo) or StableHLO text file (.mlir)")
     t.add_argument("--target", default="cpu", help="cpu (default) or opencl[:P:D|:NAME] (see 'hlotune devices')")
-    t.add_argument("--trials", type=int, default=64, help="measurements in all (default 64)")
-    t.add_argument("--db", default="tuning.db", help="SQLite tuning database (default tuning.db)")
+    t.add_argument("--trials", type=_positive_int, default=64, help="measurements in all (default 64)")
+    t.add_argument("--db", default="tuning.db", help="SQLite tuning database, made in an existing folder "
+                   "when missing (default tuning.db)")
     t.add_argument("--tuner", default="bayes", help="bayes (default), random or grid")
-    t.add_argument("--seed", type=int, default=0)
-    t.add_argument("--batch", type=int, default=4, help="candidates per round")
+    t.add_argument("--seed", type=_seed, default=0)
+    t.add_argument("--batch", type=_positive_int, default=4, help="candidates per round")
     t.add_argument("--estimator", default="GP", choices=["GP", "RF", "ET", "GBRT"], help="bayes: surrogate model")
     t.add_argument("--acq", default="gp_hedge", choices=["gp_hedge", "EI", "PI", "LCB"], help="bayes: acquisition")
-    t.add_argument("--timeout", type=float, default=20.0, help="seconds before a candidate is a timeout")
+    t.add_argument("--timeout", type=_number(True), default=20.0, help="seconds before a candidate is a timeout")
     t.add_argument("--dask", metavar="ADDRESS", help="measure on the workers of this Dask scheduler "
                    "(tcp://host:8786; the [dask] extra; one single-threaded worker per machine)")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -243,9 +356,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("log")
     ex.add_argument("--db", default="tuning.db")
     ex.set_defaults(fn=cmd_export)
-    im = sub.add_parser("import", help="import a JSON-lines log (each record validated)")
+    im = sub.add_parser("import", help="import a JSON-lines log (each record validated; all or nothing)")
     im.add_argument("log")
     im.add_argument("--db", default="tuning.db")
+    im.add_argument("--skip-bad", action="store_true", help="import the valid records when some lines are bad")
     im.set_defaults(fn=cmd_import)
     return p
 
@@ -261,6 +375,9 @@ def main(argv=None) -> int:
         return 2
     except (OSError, KeyError) as e:
         print(f"hlotune: error: {e}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as e:
+        print(f"hlotune: error: tuning database: {e} (a corrupt file? give another --db)", file=sys.stderr)
         return 2
 
 
