@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -39,7 +38,7 @@ class Task:
     family: str
     target: Target
     weight: int = 1
-    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    threads: int | None = None          # None: the target's
 
     @property
     def template(self) -> Template:
@@ -56,7 +55,8 @@ class Task:
     def hardware(self):
         """The target's machine facts with this task's thread count."""
         from dataclasses import replace
-        return replace(self.target.hardware, threads=self.threads)
+        hw = self.target.hardware
+        return hw if self.threads is None else replace(hw, threads=self.threads)
 
     @property
     def space(self) -> Space:
@@ -81,7 +81,7 @@ class Task:
         fuse_default(s, epilogues=is_cpu(self.target))
         st = self.stage(s)
         if not config:
-            stage_default(s, st, self.target, self.threads)
+            stage_default(s, st, self.target, self.hardware.threads)
         else:
             self.template.apply(s, st, config, self.hardware)
         return s

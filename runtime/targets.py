@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 import platform
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 from ..dsl.errors import TargetError
@@ -37,6 +37,16 @@ def _version() -> str:
         return "unknown"
 
 
+def default_threads() -> int:
+    """Threads kernels run on: ``$HLOTUNE_THREADS`` when set, else every core."""
+    env = os.environ.get("HLOTUNE_THREADS", "").strip()
+    if env:
+        if not env.isdigit() or int(env) < 1:
+            raise TargetError(f"HLOTUNE_THREADS={env!r}: expected a positive integer")
+        return int(env)
+    return os.cpu_count() or 1
+
+
 @dataclass(frozen=True)
 class Target:
     """A backend and device. ``key`` identifies it in the database; ``provenance`` says what ran."""
@@ -44,7 +54,7 @@ class Target:
     kind: str
     device: str = ""
     compiler: CCompiler = field(default_factory=CCompiler)
-    threads: int = field(default_factory=lambda: os.cpu_count() or 1)
+    threads: int = field(default_factory=lambda: default_threads())
 
     @property
     def provenance(self) -> dict:
@@ -73,14 +83,17 @@ class Target:
         return self.kind if not self.device else f"{self.kind}:{self.device}"
 
 
-def get_target(spec) -> Target:
+def get_target(spec, threads: int | None = None) -> Target:
     """``'cpu'``, ``'opencl[:P:D|:NAME]'`` (or a Target) -> Target; unknown or unavailable
-    targets raise TargetError."""
+    targets raise TargetError. ``threads`` (default ``$HLOTUNE_THREADS``, else every core) is
+    part of the target's key: tuning logs made with another thread count do not apply."""
+    if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+        raise TargetError(f"threads={threads!r}: expected a positive integer")
     if isinstance(spec, Target):
-        return spec
+        return spec if threads is None or threads == spec.threads else replace(spec, threads=threads)
     name = str(spec).strip().lower()
     if name in ("cpu", "c", "llvm", "host"):
-        return Target("cpu", cpu_model())
+        return Target("cpu", cpu_model(), threads=threads or default_threads())
     if name.split(":")[0] == "opencl":
         from .opencl import opencl_target
         return opencl_target(str(spec).strip())
