@@ -22,12 +22,14 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import numpy as np
 
 from ..dsl.errors import CompileError, ConfigError, DSLError, LoweringError, ScheduleError, TargetError
 from ..dsl.reference import evaluate
+from ..runtime.cachedir import clean_stale_scratch, scratch_dir
 from ..runtime.codegen.c import render_c
 from ..runtime.cpu import compile_c
 from ..schedules.steps import step_to_json
@@ -123,6 +125,12 @@ class Worker:
         self.proc = None
 
 
+@cache
+def _clean_stale_once(tmp: str) -> None:
+    """Remove scratch folders that killed runs left in ``tmp`` (once per process)."""
+    clean_stale_scratch(tmp)
+
+
 class Measurer:
     """Builds and measures configs of one task. Inputs and reference outputs are computed
     once (numpy reference evaluator) and handed to the worker as .npy files."""
@@ -135,7 +143,8 @@ class Measurer:
         self.timeout = timeout
         self.compile_timeout = compile_timeout
         self.build_workers = build_workers or os.cpu_count() or 1
-        self.dir = tempfile.TemporaryDirectory(prefix="hlotune_measure_")
+        _clean_stale_once(tempfile.gettempdir())
+        self.dir = scratch_dir("measure")     # hlotune_measure_<pid>_*: removed by a later run if killed
         self.worker = Worker()
         ins = task.random_inputs(seed)
         outs = evaluate(task.graph, ins)

@@ -19,9 +19,10 @@ from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
 
-from ..dsl.errors import ConfigError
+from ..dsl.errors import ClusterError, ConfigError
 from ..runtime.targets import Target
 from .database import Database, Trial, config_key
+from .lock import run_lock
 from .measure import Measurer, MeasureResult
 from .task import Task, extract_tasks
 from .tuners import get_tuner
@@ -89,17 +90,28 @@ def run_id(module_key: str, target: Target, trials: int, tuner: str, seed: int) 
 def tune_graph(outputs, inputs, target: Target, trials: int, db: Database, tuner: str = "bayes",
                seed: int = 0, batch: int = 4, timeout: float = 20.0, repeat: int = 5,
                min_repeat_ms: float = 20.0, progress: bool = True, tuner_options: dict | None = None,
-               module_key: str = "", dask=None) -> list[TaskResult]:
+               module_key: str = "", dask=None, security=None) -> list[TaskResult]:
     """Tune every task of the graph computing ``outputs``; returns one TaskResult per task.
     ``dask`` (a scheduler address or ``distributed.Client``) measures on that cluster's workers,
-    a round of ``max(batch, workers)`` candidates at a time (see autotune/cluster.py)."""
+    a round of ``max(batch, workers)`` candidates at a time; ``security`` (a Dask ``Security``
+    or a spec of one) secures the connection (see autotune/cluster.py). The run holds a lock on
+    ``db`` (autotune/lock.py): the same run started again meanwhile stops with RunLockedError."""
+    if security is not None and dask is None:
+        raise ClusterError("Dask security options were given without a Dask scheduler (dask=/--dask)")
     tasks = extract_tasks(outputs, inputs, target)
+    rid = run_id(module_key or "|".join(sorted(t.key for t in tasks)), target, trials, tuner, seed)
+    with run_lock(db.path, rid):
+        return _tune_run(tasks, rid, target, trials, db, tuner, seed, batch, timeout, repeat, min_repeat_ms,
+                         progress, tuner_options, dask, security)
+
+
+def _tune_run(tasks, rid, target, trials, db, tuner, seed, batch, timeout, repeat, min_repeat_ms, progress,
+              tuner_options, dask, security) -> list[TaskResult]:
     client = None
     if dask is not None:
         from .cluster import connect
-        client = connect(dask)
+        client = connect(dask, security)
         batch = max(batch, len(client.scheduler_info().get("workers", {})))
-    rid = run_id(module_key or "|".join(sorted(t.key for t in tasks)), target, trials, tuner, seed)
     results = {t.key: TaskResult(t) for t in tasks}
     measurers: dict[str, Measurer] = {}
     bar = tqdm(total=trials, desc="tuning", disable=not progress, unit="trial")

@@ -46,6 +46,9 @@ class DType:
     def __repr__(self) -> str:
         return self.name
 
+    def __reduce__(self):
+        return dtype, (self.name,)      # unpickles to the interned instance ('is' comparisons hold)
+
 
 float16 = DType("float16", "f", 16)
 bfloat16 = DType("bfloat16", "f", 16)

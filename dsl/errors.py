@@ -94,3 +94,11 @@ class MissingDependencyError(HlotuneError, ImportError):
     def __init__(self, package: str, extra: str = ""):
         how = f"pip install 'hlotune[{extra}]'" if extra else f"pip install {package}"
         super().__init__(f"{package} is not installed: {how}")
+
+
+class RunLockedError(HlotuneError):
+    """The same tuning run is already being measured into this database by another process."""
+
+
+class ClusterError(HlotuneError):
+    """A Dask cluster cannot be used as given (address, security options); the message says why."""

@@ -166,7 +166,7 @@ def cmd_tune(args) -> int:
         opts = {"base_estimator": args.estimator, "acq_func": args.acq}
     res = tune(m, target=args.target, trials=args.trials, db=args.db, tuner=args.tuner, seed=args.seed,
                progress=not args.quiet, batch=args.batch, timeout=args.timeout, tuner_options=opts,
-               dask=args.dask)
+               dask=args.dask, security=args.dask_security)
     print(f"tuned {m.name} on {args.target}: {len(res)} task(s), {args.trials} trial budget, "
           f"{time.perf_counter() - t0:.1f}s; database {args.db}")
     print(summary_table(res))
@@ -341,6 +341,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--timeout", type=_number(True), default=20.0, help="seconds before a candidate is a timeout")
     t.add_argument("--dask", metavar="ADDRESS", help="measure on the workers of this Dask scheduler "
                    "(tcp://host:8786; the [dask] extra; one single-threaded worker per machine)")
+    t.add_argument("--dask-security", metavar="PATH|SPEC", help="TLS for --dask tls://...: a YAML/JSON file of "
+                   "distributed.security.Security options or key=value,... (tls_ca_file, tls_client_cert, "
+                   "tls_client_key, ...)")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     t.set_defaults(fn=cmd_tune)
     rp = sub.add_parser("report", help="reports of a tuning database")

@@ -10,12 +10,13 @@ import os
 import shlex
 import signal
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 from ..dsl.errors import CompileError
+from .cachedir import cache_dir as checked_cache_dir
+from .cachedir import scratch_dir, unsafe_file
 
 log = logging.getLogger(__name__)
 
@@ -37,27 +38,30 @@ class CCompiler:
 @cache
 def compiler_version(cc: str) -> str:
     try:
-        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise CompileError(f"C compiler '{cc}' cannot be run: {e}") from e
     return out.stdout.splitlines()[0] if out.stdout else cc
 
 
 def cache_dir() -> Path:
-    """Where compiled kernels are cached (``$HLOTUNE_CACHE`` or ``~/.cache/hlotune``)."""
-    d = Path(os.environ.get("HLOTUNE_CACHE", Path.home() / ".cache" / "hlotune")) / "cpu"
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    """Where compiled kernels are cached (``$HLOTUNE_CACHE/cpu``, default ``~/.cache/hlotune``),
+    checked to be private to this user (runtime/cachedir.py)."""
+    return checked_cache_dir("cpu")
 
 
 def compile_c(source: str, compiler: CCompiler | None = None, timeout: float = 300) -> Path:
-    """Compile ``source`` to a shared library; returns its path (from the cache when present)."""
+    """Compile ``source`` to a shared library; returns its path (from the cache when present and
+    private to this user; a cached file others could have written is rebuilt)."""
     compiler = compiler or CCompiler()
     key = hashlib.sha256("\0".join([source, *compiler.flags, compiler.version]).encode()).hexdigest()[:24]
     out = cache_dir() / f"k_{key}.so"
-    if out.exists():
-        return out
-    with tempfile.TemporaryDirectory(prefix="hlotune_") as tmp:
+    if os.path.lexists(out):
+        why = unsafe_file(out)
+        if why is None:
+            return out
+        log.warning("cached kernel %s %s: rebuilding it", out, why)
+    with scratch_dir("build") as tmp:
         src = Path(tmp) / "kernel.c"
         src.write_text(source)
         tmp_so = Path(tmp) / "kernel.so"
@@ -75,6 +79,7 @@ def compile_c(source: str, compiler: CCompiler | None = None, timeout: float = 3
         r = subprocess.CompletedProcess(cmd, p.returncode, "", err)
         if r.returncode != 0:
             raise CompileError(f"C compilation failed ({compiler.cc}):\n{r.stderr[-4000:]}", r.stderr, source)
+        os.chmod(tmp_so, 0o755)   # never group/world-writable, whatever the umask
         os.replace(tmp_so, out)  # atomic: concurrent builders agree
     return out
 
@@ -83,6 +88,9 @@ class Library:
     """A loaded kernel library with ``hl_entry(void**)`` and ``hl_bench(void**, n) -> seconds``."""
 
     def __init__(self, path: Path):
+        why = unsafe_file(Path(path))
+        if why is not None:
+            raise CompileError(f"refusing to load kernel library {path}: it {why}")
         self.path = path
         self.lib = ctypes.CDLL(str(path))
         self.entry = self.lib.hl_entry

@@ -18,6 +18,7 @@ import math
 import os
 import platform as _platform
 import sys
+import tempfile
 import warnings
 from dataclasses import dataclass
 from functools import cache
@@ -28,6 +29,7 @@ import numpy as np
 from ..dsl.errors import CompileError, DeviceError, MissingDependencyError, TargetError
 from ..schedules.loops import LoweredFunc
 from .build import KernelBase
+from .cachedir import cache_dir, unsafe_dir, unsafe_file
 from .codegen.opencl import Program, render_for
 from .targets import Target, _version
 from .timing import TimingResult, measure
@@ -56,25 +58,53 @@ def _icd_vendors() -> None:
         except OSError:
             continue
     tag = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()[:12]
-    root = Path(os.environ.get("HLOTUNE_CACHE", Path.home() / ".cache" / "hlotune"))
-    merged = root / f"opencl_vendors_{tag}"
+    root = cache_dir("opencl")
+    merged = root / f"vendors_{tag}"
     try:
         if not merged.is_dir():
-            tmp = root / f".opencl_vendors_{tag}.{os.getpid()}"
-            tmp.mkdir(parents=True, exist_ok=True)
-            for name, text in files.items():
-                (tmp / name).write_text(text)
-            try:
-                tmp.rename(merged)
-            except OSError:   # another process made it first
-                for x in tmp.iterdir():
-                    x.unlink()
-                tmp.rmdir()
+            _write_vendors(root / f".vendors_{tag}.{os.getpid()}", files, merged)
+        why = _vendors_differ(merged, files)
+        if why:   # the loader would dlopen what these files name: never trust a changed folder
+            private = Path(tempfile.mkdtemp(prefix=f"hlotune_cache_{os.getpid()}_")) / "vendors"
+            log.warning("OpenCL vendors folder %s %s: using a private copy in %s", merged, why, private)
+            merged = _write_vendors(private, files)
     except OSError as e:
         log.warning("cannot list pip-installed OpenCL drivers in %s: %s", root, e)
         return
     os.environ["OCL_ICD_VENDORS"] = str(merged)
     log.debug("OCL_ICD_VENDORS=%s (%d drivers)", merged, len(files))
+
+
+def _write_vendors(tmp: Path, files: dict, final: Path | None = None) -> Path:
+    """Write the .icd ``files`` into ``tmp`` (private), then move it to ``final`` if given."""
+    tmp.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for name, text in files.items():
+        (tmp / name).write_text(text)
+        (tmp / name).chmod(0o644)
+    if final is None:
+        return tmp
+    try:
+        tmp.rename(final)
+    except OSError:   # another process made it first
+        for x in tmp.iterdir():
+            x.unlink()
+        tmp.rmdir()
+    return final
+
+
+def _vendors_differ(folder: Path, files: dict) -> str | None:
+    """Why ``folder`` is not exactly the private copy of ``files`` it should be, or None."""
+    why = unsafe_dir(folder)
+    if why:
+        return why
+    names = sorted(p.name for p in folder.iterdir())
+    if names != sorted(files):
+        return f"holds {names}, not {sorted(files)}"
+    for name, text in files.items():
+        why = unsafe_file(folder / name)
+        if why or (folder / name).read_text() != text:
+            return f"file {name} {why or 'was changed'}"
+    return None
 
 
 def _cl():
