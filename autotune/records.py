@@ -68,30 +68,29 @@ def parse_record(text: str) -> dict:
     _need(isinstance(rec, dict), "a record must be a JSON object")
     schema = rec.get("schema", 2)
     _need(_is_int(schema) and schema in LOG_SCHEMAS,
-          f"record of schema {schema!r}: this hlotune reads log schemas {list(LOG_SCHEMAS)}"
+          f"record of schema {_short(schema)}: this hlotune reads log schemas {list(LOG_SCHEMAS)}"
           + ("; upgrade hlotune" if _is_int(schema) and schema > SCHEMA_VERSION else ""))
     for k in ("workload", "target", "config", "steps", "times", "failure", "tuner"):
         _need(k in rec, f"record has no '{k}'")
-    out = {"schema": schema, "workload": _workload(rec["workload"], schema), "target": _target(rec["target"])}
+    return {"schema": schema, "workload": _workload(rec["workload"], schema), "target": _target(rec["target"]),
+            **_trial(rec)}
+
+
+def _trial(rec: dict) -> dict:
+    """The trial fields of a record, checked."""
     cfg = rec["config"]
     _need(isinstance(cfg, dict), "config must be an object of knob names to values")
     for k, v in cfg.items():
         _need(_is_knob_value(v), f"knob '{k}' = {_short(v)}: knob values are integers or strings")
-    out["config"] = cfg
     _need(isinstance(rec["steps"], list) and all(isinstance(s, dict) for s in rec["steps"]),
           "steps must be a list of objects")
-    out["steps"] = rec["steps"]
-    failure = rec["failure"]
-    _need(failure is None or failure in FAILURES, f"unknown failure {failure!r}; expected one of {FAILURES}")
-    out["failure"] = failure
-    times = rec["times"]
+    failure, times, seed = rec["failure"], rec["times"], rec.get("seed")
+    _need(failure is None or failure in FAILURES, f"unknown failure {_short(failure)}; expected one of {FAILURES}")
     _need(plausible_times(times), f"times must be seconds in [{MIN_TIME:g}, {MAX_TIME:g}], got {_short(times)}")
     _need(failure is not None or times, "a successful trial needs its times")
-    out["times"] = times
-    seed = rec.get("seed")
     _need(seed is None or (_is_int(seed) and INT64[0] <= seed <= INT64[1]),
           f"seed must be null or a 64-bit integer, got {_short(seed)}")
-    out["seed"] = seed
+    out = {"config": cfg, "steps": rec["steps"], "failure": failure, "times": times, "seed": seed}
     for k in ("tuner", "message", "run"):
         v = rec.get(k, "")
         _need(isinstance(v, str) and len(v) <= _TEXT_MAX, f"'{k}' must be a string")
@@ -124,7 +123,7 @@ def _workload(w, schema: int) -> dict:
     for d in w["dtypes"]:
         try:
             dt.dtype(d)
-        except DSLError:
+        except (DSLError, TypeError, ValueError):
             raise DataFileError(f"unknown dtype {_short(d)} in workload dtypes") from None
     _need(isinstance(w["description"], str) and len(w["description"]) <= _TEXT_MAX,
           "workload description must be a string")

@@ -20,7 +20,7 @@ from hlotune.dsl.reference import evaluate
 from hlotune.dsl.tensor import Graph
 from hlotune.runtime.module import plan_segments
 from hlotune.runtime.targets import get_target
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import hlotune
@@ -253,8 +253,18 @@ def good_record(tmp_path_factory) -> dict:
     return _good_record(tmp_path_factory.mktemp("good"))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(changes=st.lists(st.tuples(st.sampled_from(_fields), _json), min_size=1, max_size=3))
+#: values a field may validly take, drawn as often as arbitrary JSON
+_valid = {"seed": st.integers(0, 2**63 - 1) | st.none(), "run": st.text(max_size=20), "tuner": st.text(max_size=9),
+          "message": st.text(max_size=20), "times": st.lists(st.floats(MIN_TIME, MAX_TIME), min_size=1, max_size=4),
+          "started": st.floats(0, 2e9), "finished": st.floats(0, 2e9), "failure": st.sampled_from([None, "timeout"]),
+          "config.split_k": st.sampled_from([1, 4, 8, 16, 32]), "config.order": st.just("inner"),
+          "config.parallel": st.sampled_from([0, 1]), "schema": st.sampled_from([2, 3])}
+_change = st.sampled_from(_fields + sorted(set(_valid) - set(_fields))).flatmap(
+    lambda f: st.tuples(st.just(f), _json | _valid.get(f, _json)))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(changes=st.lists(_change, min_size=1, max_size=3))
 def test_mutated_records_are_imported_only_when_valid(tmp_path_factory, good_record, changes):
     tmp = tmp_path_factory.mktemp("fuzz")
     rec = json.loads(json.dumps(good_record))
@@ -268,6 +278,7 @@ def test_mutated_records_are_imported_only_when_valid(tmp_path_factory, good_rec
     line = json.dumps(rec, allow_nan=True)
     r = db.import_log(_write(tmp / "f.jsonl", [line.encode()]))
     assert r.imported + len(r.skipped) + r.duplicates == 1
+    event("imported" if r.imported else "skipped")
     for t in db.history():                     # what went in is what a record may hold
         assert all(MIN_TIME <= x <= MAX_TIME for x in t.times)
         assert all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in t.config.values())
