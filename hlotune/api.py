@@ -133,10 +133,10 @@ def tune(module, target="cpu", trials: int = 64, db="tuning.db", tuner: str = "b
          progress: bool = True, **options):
     """Tune every kernel of ``module`` on ``target`` with ``trials`` measurements in all; every
     trial goes into ``db`` (SQLite path or Database) as it finishes. Re-running the same call
-    resumes. Returns one result per task (see ``autotune.tune.TaskResult``). ``dask=`` (a
-    scheduler address or Client) measures on a Dask cluster, ``security=`` (a
-    ``distributed.security.Security`` or a spec, see ``autotune.cluster.security``) secures it
-    with TLS."""
+    resumes. Returns one result per task (see ``autotune.tune.TaskResult``). Arguments are
+    checked (``check_tune_args``) before anything is loaded or measured. ``dask=`` (a scheduler
+    address or Client) measures on a Dask cluster, ``security=`` (a ``distributed.security.Security``
+    or a spec, see ``autotune.cluster.security``) secures it with TLS."""
     from .autotune.tune import tune_graph
     from .runtime.targets import get_target
     check_tune_args(trials, tuner, seed, **options)
