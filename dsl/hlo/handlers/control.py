@@ -124,9 +124,9 @@ def lower_conditional(ctx, instr, operands):
 # ----------------------------------------------------------------------------- sort, TopK
 
 def lower_sort(ctx, instr, operands):
-    """``sort`` along ``dimension`` (stable) as an extern op. Comparators ordering by keys (JAX's
-    numeric, total-order and multi-key ones, see sortkeys.py) run as numpy's stable lexsort; any
-    other is evaluated pairwise: https://openxla.org/xla/operation_semantics#sort"""
+    """``sort`` along ``dimension`` (stable) as an extern op; key comparators (numeric, total
+    order, multi-key: sortkeys.py) run as a numpy lexsort, others pairwise:
+    https://openxla.org/xla/operation_semantics#sort"""
     n = len(operands)
     dim = ints(instr, "dimensions", (0,))[0]
     rank = len(operands[0].shape)
