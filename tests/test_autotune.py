@@ -41,12 +41,14 @@ def _tasks():
 def test_tasks_and_families():
     tasks = _tasks()
     fams = sorted(t.family for t in tasks)
-    assert fams == ["dot", "elementwise"]
+    assert fams == ["dot"]      # tanh(C) + 1 is the dot's epilogue, computed on its tile
     dot = next(t for t in tasks if t.family == "dot")
+    assert len(dot.graph.compute_ops) == 2
     assert dot.space.size > 100
     assert {k.name for k in dot.space.knobs} >= {"mr", "nr", "mb", "nb", "pack_a", "pack_b", "unroll_k"}
     # every knob value is explicit and valid for the shapes: tiles never exceed the axis
-    assert max(dot.space.knob("mr").values) <= 48 and max(dot.space.knob("nr").values) <= 40
+    lanes = CPU.hardware.lanes(4)       # columns come in whole vectors (packs are padded)
+    assert max(dot.space.knob("mr").values) <= 48 and max(dot.space.knob("nr").values) <= -(-40 // lanes) * lanes
 
 
 def test_every_config_of_a_small_space_is_valid_or_invalid_before_compile():
@@ -54,9 +56,9 @@ def test_every_config_of_a_small_space_is_valid_or_invalid_before_compile():
     from hlotune.dsl.errors import ScheduleError
     dot = next(t for t in _tasks() if t.family == "dot")
     ok = bad = 0
-    for n, c in enumerate(dot.space.all_configs()):
-        if n % 7:
-            continue
+    configs = list(dot.space.all_configs())
+    for k in np.random.default_rng(0).choice(len(configs), 120, replace=False):
+        c = configs[k]
         try:
             dot.schedule(c).lower()
             ok += 1

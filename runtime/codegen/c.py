@@ -10,7 +10,7 @@ from ...dsl import dtypes as dt
 from ...dsl.errors import ScheduleError
 from ...dsl.ops import Op
 from ...schedules.hardware import GENERIC, Hardware
-from ...schedules.loops import Allocate, Buffer, For, If, Let, LoweredFunc, Seq
+from ...schedules.loops import Allocate, Buffer, For, If, Let, LoweredFunc, Seq, walk_stmts
 from .cstyle import CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, multiplies_16bit, rounding_helpers
 from .microkernel import MicroKernelPrinter, match, vector_helpers
@@ -92,6 +92,18 @@ class CRenderer(CStyleRenderer):
                 return p.lines(depth)
         return super().stmt(s, depth)
 
+    def function(self, fn: LoweredFunc) -> str:
+        """``fn``'s definition; with parallel loops, its body runs as one OpenMP parallel region of
+        ``hardware.threads`` threads in which one thread runs the stages and every parallel loop
+        is a taskloop (idle threads take its tasks)."""
+        t = self.hardware.threads
+        if t <= 1 or not any(isinstance(x, For) and x.kind == "parallel" for x in walk_stmts(fn.body)):
+            return super().function(fn)
+        for b in fn.args:
+            self.name(b, b.name)
+        return "\n".join([self.signature(fn) + " {", *self.prologue(fn), f"  #pragma omp parallel num_threads({t})",
+                          "  #pragma omp single", "  {", *self.stmt(fn.body, 2), "  }", *self.epilogue(fn), "}"])
+
     def render(self, fn: LoweredFunc) -> str:
         body = self.function(fn)     # first: it decides which vector types the preamble declares
         return "\n".join([self.preamble(fn), *self.vector_types.values(), body, self.postamble(fn)])
@@ -110,7 +122,10 @@ class CRenderer(CStyleRenderer):
     def loop_pragma(self, f: For) -> list[str]:
         ext = f.extent.arg if f.extent.op is Op.CONST else None
         if f.kind == "parallel":
-            return ["#pragma omp parallel for schedule(static)"]
+            t = self.hardware.threads
+            # tasks of the function's one parallel region (see ``function``): a thread that is
+            # descheduled while others work delays no stage, only the region's end
+            return [f"#pragma omp taskloop default(shared) num_tasks({4 * t})"] if t > 1 else []
         if f.kind == "vectorize":
             clauses = []
             for acc, red in f.reduction:
