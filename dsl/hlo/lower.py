@@ -20,6 +20,7 @@ from ..ops import Op
 from ..tensor import PlaceholderOp, Tensor, placeholder
 from .ast import Computation, HloModule, Instruction
 from .handlers import common, control, dot_conv, elementwise, indexing, reduce, shape
+from .verify import verify_module
 
 __all__ = ["HANDLERS", "LowerContext", "LoweredModule", "lower_computation", "lower_module"]
 
@@ -160,7 +161,9 @@ def lower_computation(module: HloModule, computation: Computation, arg_tensors: 
 
 
 def lower_module(module: HloModule) -> LoweredModule:
-    """Lower the entry computation of ``module`` to placeholders and output tensors."""
+    """Verify (:mod:`.verify`) and lower the entry computation of ``module`` to placeholders
+    and output tensors."""
+    verify_module(module)
     ctx = LowerContext(module)
     entry = module.entry_computation
     values, flat = ctx.param_values(entry)

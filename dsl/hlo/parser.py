@@ -42,6 +42,7 @@ from ..errors import HloParseError
 from .ast import ELEMENT_TYPES, ArrayShape, Computation, HloModule, Instruction, Shape, TupleShape
 from .textparse import TextParser, Tok, caret_context, read_source, run_parser
 from .textparse import unescape as _unescape
+from .verify import verify_module
 
 __all__ = ["caret_context", "load_hlo_file", "parse_hlo"]
 
@@ -599,9 +600,14 @@ class _Parser(TextParser):
         raise self.error(f"expected a floating-point literal, found {text!r}", tok)
 
 
-def parse_hlo(text: str, file: str | None = None) -> HloModule:
-    """Parse HLO module text; raises :class:`HloParseError` (with line/column) on any problem."""
-    return run_parser(_Parser, _Parser.parse_module, text, file, what="HLO", logger=log)
+def parse_hlo(text: str, file: str | None = None, *, verify: bool = True) -> HloModule:
+    """Parse and (unless ``verify`` is false: syntax only) verify (:mod:`.verify`) HLO module
+    text; raises :class:`HloParseError` (with line/column) on any problem. Lowering verifies
+    again, so an unverified module is never lowered."""
+    def parse(p: _Parser) -> HloModule:
+        mod = p.parse_module()
+        return verify_module(mod, p.lines) if verify else mod
+    return run_parser(_Parser, parse, text, file, what="HLO", logger=log)
 
 
 def load_hlo_file(path: str | os.PathLike) -> HloModule:

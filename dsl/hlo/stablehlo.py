@@ -32,6 +32,7 @@ from .ast import ELEMENT_TYPES, TOKEN, ArrayShape, HloModule, Shape, TupleShape
 from .stablehlo_ops import SUPPORTED, DenseAttr, Func, MlirModule, MlirOp, Region, to_hlo_module
 from .textparse import TextParser, Tok, run_parser
 from .textparse import unescape as _unescape
+from .verify import verify_module
 
 __all__ = ["parse_stablehlo"]
 
@@ -311,10 +312,11 @@ class _Parser(TextParser):
 
     def resolve_types(self, op: MlirOp) -> None:
         """Result types from the signature: after ``->``; else one per result, or the last
-        (``select``'s ``pred_type, result_type``); an op without results: none."""
+        (``select``'s ``pred_type, result_type``); an op without results (a return): none, and
+        the types listed are its operands'."""
         n, types = len(op.results), op.result_types
         if op.operand_types is None and n == 0:
-            op.result_types = []
+            op.operand_types, op.result_types = types or None, []
         elif op.operand_types is None and n == 1 and types:
             op.result_types = [types[-1]]
         if len(op.result_types) != n:
@@ -817,10 +819,11 @@ class _Parser(TextParser):
 
 
 def _fill(flat: np.ndarray, dims: tuple[int, ...]) -> np.ndarray:
-    """``flat`` as an array of shape ``dims``; one element (a splat) fills it."""
+    """``flat`` as an array of shape ``dims``, or for a splat (one element for several) that
+    element alone, as a 0-d array: a splat is never expanded (see :class:`DenseAttr`)."""
     if flat.size == math.prod(dims):
         return flat.reshape(dims)
-    return np.broadcast_to(flat.reshape(()), dims).copy()
+    return flat.reshape(())
 
 
 def _flatten(tree, leaves: list) -> tuple[int, ...] | None:
@@ -850,8 +853,12 @@ _PRETTY = {
 }
 
 
-def parse_stablehlo(text: str | bytes, file: str | None = None) -> HloModule:
-    """Parse StableHLO text into the HLO AST; raises :class:`HloParseError` (with line/column)
-    on any problem and :class:`UnsupportedOpError` for an op hlotune cannot lower."""
-    return run_parser(_Parser, lambda p: to_hlo_module(p.parse_module(), p.error, file), text, file,
-                      what="StableHLO", logger=log, passthrough=(HloParseError, UnsupportedOpError))
+def parse_stablehlo(text: str | bytes, file: str | None = None, *, verify: bool = True) -> HloModule:
+    """Parse StableHLO text into the HLO AST and (unless ``verify`` is false) verify it
+    (:mod:`.verify`); raises :class:`HloParseError` (with line/column) on any problem and
+    :class:`UnsupportedOpError` for an op hlotune cannot lower."""
+    def parse(p: _Parser) -> HloModule:
+        mod = to_hlo_module(p.parse_module(), p.error, file)
+        return verify_module(mod, p.lines) if verify else mod
+    return run_parser(_Parser, parse, text, file, what="StableHLO", logger=log,
+                      passthrough=(HloParseError, UnsupportedOpError))

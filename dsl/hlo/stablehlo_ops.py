@@ -78,10 +78,20 @@ class MlirModule:
 
 
 class DenseAttr(NamedTuple):
-    """A ``dense<...> : tensor<...>`` attribute: its value as a numpy array and its type."""
+    """A ``dense<...> : tensor<...>`` attribute: its value as a numpy array and its type. A
+    splat (one value for every element) keeps that value alone, as a 0-d ``array``: a dead
+    ``dense<0.0> : tensor<268435456xf32>`` costs nothing."""
 
     array: np.ndarray
     shape: ArrayShape
+
+    @property
+    def is_splat(self) -> bool:
+        return self.array.shape != self.shape.dims
+
+    def values(self) -> np.ndarray:
+        """Every element (a read-only broadcast view of a splat)."""
+        return np.broadcast_to(self.array, self.shape.dims) if self.is_splat else self.array
 
 
 # ----------------------------------------------------------------------------- op table
@@ -128,6 +138,10 @@ def hlo_opcode_table() -> dict[str, str]:
 
 # ----------------------------------------------------------------------------- attributes
 
+#: the most values an integer-list attribute may have (one per dimension, or a pair of them)
+_MAX_LIST = 4096
+
+
 def _ints(cv, op, key: str, default=None, attrs=None) -> tuple[int, ...]:
     """An integer-list attribute (``[1, 2]``, ``array<i64: 1, 2>``, ``dense<...>``, an int) of
     ``op`` (or of ``attrs``, a dimension-numbers dict of it)."""
@@ -135,7 +149,9 @@ def _ints(cv, op, key: str, default=None, attrs=None) -> tuple[int, ...]:
     if v is None:
         raise cv.error(f"'{op.name}' needs the attribute '{key}'", op.tok)
     if isinstance(v, DenseAttr):
-        v = v.array.reshape(-1).tolist()
+        if v.values().size > _MAX_LIST:
+            raise cv.error(f"attribute '{key}' of '{op.name}' has {v.values().size} values", op.tok)
+        v = v.values().reshape(-1).tolist()
     if isinstance(v, (int, np.integer)):
         return (int(v),)
     if isinstance(v, (tuple, list)) and all(isinstance(x, (int, np.integer)) for x in v):
@@ -198,9 +214,13 @@ def _constant(cv, comp, op):
     if not isinstance(value, DenseAttr):
         raise cv.unsupported(op, "only dense<...> literals are supported (not dense_resource or "
                                  "elided data)")
-    if len(op.result_types) == 1 and tuple(getattr(op.result_types[0], "dims", ())) != \
-            value.array.shape:
-        raise cv.error("constant literal shape does not match its result type", op.tok)
+    (out,) = cv.one_result(op)
+    if out != value.shape:
+        raise cv.error(f"constant literal of type {value.shape} for a result of type {out}", op.tok)
+    if value.is_splat:   # kept as a scalar and broadcast, as XLA folds splats
+        c = comp.add("constant", ArrayShape(out.element_type, ()), (), None, op.tok,
+                     cv.hint(op), value.array)
+        return cv.emit(comp, op, "broadcast", {"dimensions": ()}, operands=[c[0]])
     return cv.emit(comp, op, "constant", literal=value.array)
 
 
@@ -575,6 +595,10 @@ class _Converter:
         if len(root) != len(f.result_types):
             raise self.error(f"@{f.name} returns {len(root)} value(s) but its type says "
                              f"{len(f.result_types)}", f.body.ops[-1].tok)
+        for k, ((_, shape), declared) in enumerate(zip(root, f.result_types)):
+            if shape != declared:
+                raise self.error(f"@{f.name} returns {shape} as result {k}, but its type says "
+                                 f"{declared}", f.body.ops[-1].tok)
         self.comps.append(comp.finish(self.root(comp, f.body.ops[-1], root, False), is_entry))
 
     def region(self, region: Region, name: str, packed=None, passthrough: bool = False) -> str:
@@ -642,11 +666,19 @@ class _Converter:
     def operands(self, comp: _Comp, op: MlirOp, n: int | None = None) -> list[tuple[str, Shape]]:
         if n is not None and len(op.operands) != n:
             raise self.error(f"'{op.name}' takes {n} operand(s), got {len(op.operands)}", op.tok)
+        types = op.operand_types
+        if types is not None and len(types) != len(op.operands):
+            raise self.error(f"'{op.name}' has {len(op.operands)} operand(s) but its type lists "
+                             f"{len(types)}", op.tok)
         out = []
-        for name, tok in op.operands:
+        for k, (name, tok) in enumerate(op.operands):
             if name not in comp.values:
                 raise self.error(f"use of undefined value %{name}", tok)
-            out.append(comp.values[name])
+            value = comp.values[name]
+            if types is not None and value[1] != types[k]:
+                raise self.error(f"%{name} has type {value[1]}, but '{op.name}' declares its "
+                                 f"operand {k} as {types[k]}", tok)
+            out.append(value)
         return out
 
     def captures(self, comp: _Comp, op: MlirOp) -> list[tuple[str, tuple[str, Shape]]]:
