@@ -162,15 +162,14 @@ def const(value, dtype=None) -> Expr:
     if dtype is None:
         dtype = dt.bool_ if isinstance(value, bool) else dt.index if isinstance(value, int) else dt.float32
     dtype = dt.dtype(dtype)
-    if dtype.is_bool:
-        value = bool(value)
-    elif dtype.is_int:
-        value = int(value)
+    try:
+        value = bool(value) if dtype.is_bool else int(value) if dtype.is_int else float(value)
+    except (OverflowError, ValueError, TypeError) as e:   # int(inf), int(nan), float(10**400)
+        raise DSLError(f"constant {value!r} cannot be a {dtype}: {e}") from None
+    if dtype.is_int:
         info = np.iinfo(dtype.np)
         if not info.min <= value <= info.max:
             raise DSLError(f"constant {value} is out of range for {dtype} [{info.min}, {info.max}]")
-    else:
-        value = float(value)
     return Expr(Op.CONST, dtype, (), value)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -68,20 +67,41 @@ class Module:
         return f"Module({self.signature})"
 
 
+_TEXT_START = ("HloModule", "module", "func.func", "#")
+
+
+def _is_path(path_or_text) -> bool:
+    """A path (``os.PathLike``), or a one-line str without the braces every module has that
+    does not start as module text does."""
+    if isinstance(path_or_text, os.PathLike):
+        return True
+    if not isinstance(path_or_text, str):
+        return False
+    s = path_or_text.strip()
+    return "{" not in s and "\n" not in s and not s.startswith(_TEXT_START)
+
+
 def load_hlo(path_or_text) -> Module:
     """Parse and lower a module: XLA HLO text or StableHLO text (MLIR, as
     ``jax.jit(f).lower(x).as_text()`` prints it), given as a path (``.hlo``, ``.mlir``, ...) or
-    as the text itself; the format is told from the text (see ``dsl.hlo.frontend``)."""
-    text, file = None, None
-    if isinstance(path_or_text, Path) or (isinstance(path_or_text, str) and "\n" not in path_or_text
-                                          and os.path.exists(path_or_text)):
-        file = str(path_or_text)
-        text = Path(file).read_text()
-    else:
-        text = str(path_or_text)
-    from .dsl.hlo.frontend import parse_module_text
+    as the text itself (str or UTF-8 bytes); the format is told from the text (see
+    ``dsl.hlo.frontend``). A file that is missing, unreadable or not UTF-8 text, and any module
+    that is malformed, raise ``HloParseError``."""
+    from .dsl.errors import HloParseError
+    from .dsl.hlo.frontend import load_module_file, parse_module_text
     from .dsl.hlo.lower import lower_module
-    hlo = parse_module_text(text, file=file)
+    file = None
+    if _is_path(path_or_text):
+        file = os.fspath(path_or_text)
+        if not os.path.isfile(file):
+            what = "is not a file" if os.path.exists(file) else "does not exist"
+            raise HloParseError(f"module file '{file}' {what} (give a path to HLO or StableHLO "
+                                "text, or the text itself)", file=file)
+        hlo = load_module_file(file)
+    elif isinstance(path_or_text, (str, bytes, bytearray)):
+        hlo = parse_module_text(path_or_text)
+    else:
+        raise HloParseError(f"expected a module path or text, got {type(path_or_text).__name__}")
     lowered = lower_module(hlo)
     return Module(hlo.name, hlo, lowered, file)
 

@@ -472,8 +472,8 @@ def _relax(iv: Interval | None, group: dict) -> Interval | None:
 
 def _extents(st: Stage, data_ext: list[int] | None) -> dict[IterVar, int]:
     """Extent of every axis of ``st`` when its data axes span ``data_ext`` (None: the whole
-    axes): a split gives ``inner = min(factor, n)``, ``outer = ceil(n / inner)``; a fuse the
-    product."""
+    axes): a split gives ``inner = min(factor, n)``, ``outer = ceil(n / inner)`` (an empty
+    axis: both 0); a fuse the product."""
     op = st.op
     ext = dict(zip(op.axis, data_ext if data_ext is not None else [v.extent for v in op.axis]))
     ext.update((v, v.extent) for v in op.reduce_axis)
@@ -481,7 +481,7 @@ def _extents(st: Stage, data_ext: list[int] | None) -> dict[IterVar, int]:
         if isinstance(r, SplitRel):
             e = ext[r.parent]
             f = min(r.factor, e)
-            ext[r.inner], ext[r.outer] = f, -(-e // f)
+            ext[r.inner], ext[r.outer] = f, -(-e // f) if f else 0
         else:
             ext[r.fused] = ext[r.outer] * ext[r.inner]
     return ext

@@ -75,10 +75,13 @@ def const_value(t: Tensor):
 
 def load(t: Tensor, idx: Sequence) -> Expr:
     """``t[idx]``; a constant-filled tensor gives its constant, a rank-0 tensor ignores ``idx``
-    (scalar operands of clamp/select broadcast implicitly)."""
+    (scalar operands of clamp/select broadcast implicitly). An empty tensor has no element to
+    read (a tap of it is always masked, e.g. padding around an empty input): it reads 0."""
     c = const_value(t)
     if c is not None:
         return const(c, t.dtype)
+    if 0 in t.shape:
+        return const(0, t.dtype)
     if not t.shape:
         return t[()]
     return t[tuple(idx)]
