@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from ..dsl.errors import KernelArgumentError
 from ..schedules.loops import LoweredFunc
 from ..schedules.lower import lower
 from ..schedules.schedule import Schedule
-from .codegen.c import render_c
-from .cpu import Library, compile_c
+from .codegen.c import heap_bytes
+from .cpu import Library
 from .targets import Target, get_target
 from .timing import TimingResult, measure
 
@@ -100,16 +102,28 @@ class Kernel(KernelBase):
         return measure(lambda n: self._lib.bench(ptrs, n), repeat, min_repeat_ms, number)
 
 
+def memory_bytes() -> int:
+    """Physical memory of this machine (no kernel may need more scratch than that)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):   # not POSIX: no static limit
+        return 1 << 62
+
+
+def check_scratch(fn: LoweredFunc) -> None:
+    """MemoryError before compiling a CPU kernel whose heap scratch exceeds physical memory
+    (smaller shortfalls fail at run time: the kernel returns a status, see ``Library``)."""
+    need = heap_bytes(fn)
+    if need > memory_bytes():
+        raise MemoryError(f"kernel '{fn.name}' needs {need / 2**30:.1f} GiB of scratch buffers; "
+                          f"this machine has {memory_bytes() / 2**30:.1f} GiB of memory")
+
+
 def build(schedule, target="cpu", name: str = "kernel") -> KernelBase:
     """Compile ``schedule`` (a Schedule, or output tensors: then an unscheduled one) for
     ``target`` (``cpu``, ``opencl[:P:D|:NAME]`` or a Target)."""
     if not isinstance(schedule, Schedule):
         schedule = Schedule(schedule)
+    from .backends import backend
     t = get_target(target)
-    fn = lower(schedule, name)
-    if t.kind == "opencl":
-        from .opencl import build_opencl
-        return build_opencl(fn, t)
-    src = render_c(fn, t.hardware)
-    lib = Library(compile_c(src, t.compiler))
-    return Kernel(fn, src, lib, t)
+    return backend(t).build(lower(schedule, name), t)

@@ -85,7 +85,11 @@ def compile_c(source: str, compiler: CCompiler | None = None, timeout: float = 3
 
 
 class Library:
-    """A loaded kernel library with ``hl_entry(void**)`` and ``hl_bench(void**, n) -> seconds``."""
+    """A loaded kernel library with ``hl_entry(void**)`` and ``hl_bench(void**, n) -> seconds``.
+
+    Generated libraries also export ``int hl_run(void**)``, nonzero when the kernel could not
+    allocate its heap scratch (``hl_bench`` then returns a negative time): :meth:`entry` and
+    :meth:`bench` raise MemoryError for those."""
 
     def __init__(self, path: Path):
         why = unsafe_file(Path(path))
@@ -93,12 +97,28 @@ class Library:
             raise CompileError(f"refusing to load kernel library {path}: it {why}")
         self.path = path
         self.lib = ctypes.CDLL(str(path))
-        self.entry = self.lib.hl_entry
-        self.entry.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
-        self.entry.restype = None
-        self.bench = self.lib.hl_bench
-        self.bench.argtypes = [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int64]
-        self.bench.restype = ctypes.c_double
+        ptrs = ctypes.POINTER(ctypes.c_void_p)
+        self._entry = self.lib.hl_entry
+        self._entry.argtypes, self._entry.restype = [ptrs], None
+        self._run = getattr(self.lib, "hl_run", None)
+        if self._run is not None:
+            self._run.argtypes, self._run.restype = [ptrs], ctypes.c_int
+        self._bench = self.lib.hl_bench
+        self._bench.argtypes, self._bench.restype = [ptrs, ctypes.c_int64], ctypes.c_double
+
+    def entry(self, ptrs) -> None:
+        """Run the kernel once on the packed arguments."""
+        if self._run is None:
+            self._entry(ptrs)
+        elif self._run(ptrs):
+            raise MemoryError(f"kernel {self.path.name} could not allocate its scratch buffers")
+
+    def bench(self, ptrs, number: int) -> float:
+        """Seconds for ``number`` runs."""
+        t = self._bench(ptrs, number)
+        if t < 0:
+            raise MemoryError(f"kernel {self.path.name} could not allocate its scratch buffers")
+        return t
 
     @staticmethod
     def pack(arrays) -> ctypes.Array:

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from ..dsl.tensor import ExternOp, Graph, WhileLoop
 from ..schedules.loops import Buffer, LoweredFunc, Seq
 from ..schedules.lower import lower
-from .build import Kernel
+from .build import Kernel, check_scratch
 from .codegen.c import CRenderer
 from .cpu import Library, compile_c
 from .targets import Target
@@ -39,16 +39,20 @@ def _driver(r: CRenderer, fn: LoweredFunc, cfn: LoweredFunc, bfn: LoweredFunc, l
     first = {}                       # body output k -> the first state element it sets
     for i, t in enumerate(loop.body_outs):
         first.setdefault(uniq.index(t), i)
-    lines = [r.signature(fn) + " {"]
-    for i, (b, t) in enumerate(zip(ins, ty)):
-        lines += [f"  {t}* cur{i} = ({t}*)hl_alloc({size[i]});", f"  {t}* nxt{i} = ({t}*)hl_alloc({size[i]});",
-                  f"  memcpy(cur{i}, {r.name(b, b.name)}, {size[i]});"]
+    lines = [r.signature(fn) + " {", "  int hl_status = 0;"]
+    for i, t in enumerate(ty):
+        lines += [f"  {t}* cur{i} = ({t}*)hl_alloc({size[i]});", f"  {t}* nxt{i} = ({t}*)hl_alloc({size[i]});"]
+    bufs = [f"{c}{i}" for i in range(len(ty)) for c in ("cur", "nxt")]
+    if bufs:   # out of memory: free what was had and return the status (MemoryError)
+        lines.append(f"  if (!({' && '.join(bufs)})) {{ {' '.join(f'free({b});' for b in bufs)} return 1; }}")
+    lines += [f"  memcpy(cur{i}, {r.name(b, b.name)}, {size[i]});" for i, b in enumerate(ins)]
     cout = cfn.args[cfn.num_inputs]
     ct = r.ctype(cout.dtype, storage=True)
     cargs = [f"cur{k}" for k in loop.cond_pos] + ["hl_go"]
     bargs = [f"cur{k}" for k in loop.body_pos] + [f"nxt{first[k]}" for k in range(len(uniq))]
-    lines += [f"  {ct} hl_go[1];", "  for (;;) {", f"    {cfn.name}({', '.join(cargs)});", "    if (!hl_go[0]) break;",
-              f"    {bfn.name}({', '.join(bargs)});"]
+    lines += [f"  {ct} hl_go[1];", "  for (;;) {",
+              f"    if ({cfn.name}({', '.join(cargs)})) {{ hl_status = 1; break; }}", "    if (!hl_go[0]) break;",
+              f"    if ({bfn.name}({', '.join(bargs)})) {{ hl_status = 1; break; }}"]
     for i, t in enumerate(loop.body_outs):
         k = first[uniq.index(t)]
         if k != i:
@@ -58,14 +62,14 @@ def _driver(r: CRenderer, fn: LoweredFunc, cfn: LoweredFunc, bfn: LoweredFunc, l
     lines.append("  }")
     for i, b in enumerate(outs):
         lines += [f"  memcpy({r.name(b, b.name)}, cur{i}, {size[i]});", f"  free(cur{i}); free(nxt{i});"]
-    return "\n".join(lines + ["}"])
+    return "\n".join(lines + ["  return hl_status;", "}"])
 
 
 def build_while(op: ExternOp, target: Target, schedule_fn: Callable[[Graph], object]) -> Kernel | None:
     """One compiled kernel running while loop ``op`` (inputs: the initial state, outputs: the
     final state), or None when it cannot be compiled whole (then it runs on the host)."""
     loop = op.fn
-    if target.kind != "cpu" or not isinstance(loop, WhileLoop) or len(loop.cond_outs) != 1:
+    if not isinstance(loop, WhileLoop) or len(loop.cond_outs) != 1:
         return None
     uniq = list(dict.fromkeys(loop.body_outs))
     cg, bg = Graph(list(loop.cond_outs)), Graph(uniq)
@@ -74,6 +78,8 @@ def build_while(op: ExternOp, target: Target, schedule_fn: Callable[[Graph], obj
     base = "hl_" + re.sub(r"[^0-9a-zA-Z_]", "_", op.name)
     cfn = lower(schedule_fn(cg), f"{base}_cond")
     bfn = lower(schedule_fn(bg), f"{base}_body")
+    check_scratch(cfn)
+    check_scratch(bfn)
     state = [Buffer(f"s{i}", d, tuple(shp), "arg") for i, (d, shp) in enumerate(zip(op.out_dtypes, op.out_shapes))]
     res = [Buffer(f"r{i}", b.dtype, b.shape, "arg") for i, b in enumerate(state)]
     fn = LoweredFunc("hl_while", tuple(state + res), len(state), Seq(()))

@@ -11,16 +11,17 @@ from pathlib import Path
 
 import pytest
 from _checks import argmax_reducer, matmul
-from test_opencl import _local_memory_matmul, _tree_reduce
-
-import hlotune
-from hlotune import dsl
 from hlotune.dsl.errors import TargetError
 from hlotune.dsl.tensor import ExternOp, Graph
+from hlotune.runtime.backends import backend
 from hlotune.runtime.codegen.cuda import compile_cuda, cuda_helpers, render_cuda
 from hlotune.runtime.module import plan_segments
 from hlotune.schedules.fusion import default_schedule
 from hlotune.schedules.lower import lower
+from test_opencl import _local_memory_matmul, _tree_reduce
+
+import hlotune
+from hlotune import dsl
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc (the CUDA toolkit) is not installed")
 DATA = Path(__file__).parent / "data" / "hlo"
@@ -47,7 +48,7 @@ def test_every_corpus_module_compiles_with_nvcc():
     parts, n = [cuda_helpers()], 0
     for name in NAMES:
         for k, g in enumerate(_segments(name)):
-            fn = lower(default_schedule(g, target="cuda"), f"{name}_{k}")
+            fn = lower(default_schedule(g, hw=backend("cuda").hardware()), f"{name}_{k}")
             parts.append(_kernels(fn))
             n += 1
     assert n >= len(NAMES)
@@ -68,11 +69,11 @@ def test_primitives_map_to_blocks_threads_shared_memory_and_barriers():
              "plain matmul": hlotune.Schedule(matmul())}
     srcs = {name: _kernels(lower(s, f"k{i}")) for i, (name, s) in enumerate(progs.items())}
     lm = srcs["local memory matmul"]
-    assert "__shared__ float A_local[64];" in lm and lm.count("__syncthreads();") == 2
+    assert "__shared__ float v_A_local[64];" in lm and lm.count("__syncthreads();") == 2
     assert "(long long)threadIdx.x" in lm and "(long long)blockIdx.y" in lm and "__launch_bounds__(32)" in lm
-    assert "__shared__ float R_red[64];" in srcs["tree reduction"]
+    assert "__shared__ float v_R_red[64];" in srcs["tree reduction"]
     assert "if (hl_gid >= 1920LL) return;" in srcs["plain matmul"]       # whole blocks past the end
-    assert "const __half* __restrict__ H" in srcs["f16 x bf16"]
+    assert "const __half* __restrict__ v_H" in srcs["f16 x bf16"]
     compile_cuda("\n".join([cuda_helpers(), *srcs.values()]))
 
 

@@ -119,7 +119,7 @@ def test_rendering_kernels_scratch_and_names():
     assert prog.source.count("__kernel void") == 2 and len(prog.launches) == 2
     assert [sc.buffer.name for sc in prog.scratch] == ["uint"]
     assert isinstance(prog.launches[0].args[-1], Scratch) and prog.launches[0].args[-1] is prog.launches[1].args[-1]
-    assert "constant_" in prog.source and "uint_" in prog.source and "__global uchar* restrict M" in prog.source
+    assert "v_constant" in prog.source and "v_uint" in prog.source and "__global uchar* restrict v_M" in prog.source
 
 
 # ----------------------------------------------------------------------------- schedules
@@ -198,7 +198,7 @@ def test_vector_types_for_contiguous_float_loops():
     _jo, ji = s.split(C.op.axis[1], 8)
     s.vectorize(ji)
     src = check(s).source
-    assert "vload8(0, A + " in src and "vload8(0, B + " in src and "vstore8(" in src
+    assert "vload8(0, v_A + " in src and "vload8(0, v_B + " in src and "vstore8(" in src
     # a transposed read (stride 16 along the vector loop) and int32 values stay scalar loops
     T = dsl.compute((64, 16), lambda i, j: A[j, i], name="T")
     N = dsl.placeholder((64,), "int32", name="N")
@@ -305,7 +305,7 @@ def test_bind_with_cache_write_register_tile():
     s.reorder(CL.op.reduce_axis[0], a, b)
     s.unroll(b)
     f = check(s, rtol=1e-4, atol=1e-4)
-    assert f.launches[0].local_size == (4, 4) and "C_local[16]" in f.source
+    assert f.launches[0].local_size == (4, 4) and "v_C_local[16]" in f.source
 
 
 def _local_memory_matmul(M, N, K, lx=4, ly=8, tx=2, ty=2, kt=8, bind=True):
@@ -343,7 +343,7 @@ def _local_memory_matmul(M, N, K, lx=4, ly=8, tx=2, ty=2, kt=8, bind=True):
 def test_cache_read_local_memory_cooperative_matmul(shape):
     f = check(_local_memory_matmul(*shape), rtol=1e-4, atol=1e-4)
     src = f.source
-    assert "__local float A_local[64];" in src and "__local float B_local[128];" in src
+    assert "__local float v_A_local[64];" in src and "__local float v_B_local[128];" in src
     assert src.count("barrier(CLK_LOCAL_MEM_FENCE);") == 2     # after the fills, after their use
     assert "reqd_work_group_size(8, 4, 1)" in src and f.launches[0].local_size == (8, 4)
 
@@ -367,7 +367,7 @@ def test_readme_device_example():
     f = hlotune.build(s, target="opencl")   # needs the [opencl] extra; f.source shows __local and barriers
     np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-5, atol=1e-5)
     # --- end of the verbatim example
-    assert "__local float A_local[128];" in f.source and f.launches[0].local_size == (16, 8)
+    assert "__local float v_A_local[128];" in f.source and f.launches[0].local_size == (16, 8)
 
 
 @needs_device

@@ -30,8 +30,11 @@ _FMATH = {Op.EXP: "exp", Op.EXPM1: "expm1", Op.LOG: "log", Op.LOG1P: "log1p", Op
           Op.POW: "pow", Op.REM: "fmod"}
 
 
-#: identifiers generated code must not shadow: C/OpenCL/CUDA keywords, macros, libm names
-RESERVED = frozenset(["auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "NULL", "INFINITY", "NAN", "kernel", "args", "n", "t0", "t1", "main", "half", "__global", "__local", "__kernel", "global", "local", "exp", "expf", "expm1", "expm1f", "log", "logf", "log1p", "log1pf", "sqrt", "sqrtf", "cbrt", "cbrtf", "tanh", "tanhf", "erf", "erff", "sin", "sinf", "cos", "cosf", "tan", "tanf", "floor", "floorf", "ceil", "ceilf", "rint", "rintf", "fabs", "fabsf", "atan2", "atan2f", "pow", "powf", "fmod", "fmodf", "isfinite", "isnan", "isinf", "copysign", "copysignf", "nextafter", "nextafterf", "free", "malloc", "memcpy", "posix_memalign", "abort", "clock_gettime", "timespec", "int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t", "uint32_t", "uint64_t", "size_t", "min", "max", "abs"])
+#: the prefix of every identifier made from a user's name (tensor, buffer, axis). C, OpenCL and
+#: CUDA have no keyword, macro, type or library name starting with it (``linux``, ``M_PI``,
+#: ``HUGE_VAL``, ``float4``, ``main`` all collide unprefixed), and the renderers' own names
+#: (``hl_*``, ``args``, ``cur0``, ...) do not either.
+USER_PREFIX = "v_"
 
 
 class CStyleRenderer:
@@ -45,7 +48,6 @@ class CStyleRenderer:
     float_suffix = "f"
     int64_type = "int64_t"
     ll_suffix, ull_suffix = "LL", "ULL"   # 64-bit integer literals
-    reserved = RESERVED
 
     def __init__(self):
         self.names: dict[int, str] = {}
@@ -53,14 +55,11 @@ class CStyleRenderer:
 
     # ------------------------------------------------------------------ names and types
     def name(self, obj, hint: str) -> str:
-        """A unique C identifier for ``obj``; keywords, library names and ``hl_`` get a suffix."""
+        """A unique C identifier for ``obj``: :data:`USER_PREFIX` and ``hint`` with every other
+        character than ``[0-9a-zA-Z]`` (and runs of them) as one ``_`` (C++ reserves ``__``)."""
         k = id(obj)
         if k not in self.names:
-            base = re.sub(r"[^0-9a-zA-Z_]", "_", hint) or "v"
-            if base[0].isdigit():
-                base = "v" + base
-            if base in self.reserved or base.startswith(("hl_", "__", "omp_")):
-                base += "_"
+            base = USER_PREFIX + re.sub(r"[^0-9a-zA-Z]+", "_", hint).strip("_")
             nm, n = base, 0
             while nm in self.used:
                 n += 1
@@ -280,13 +279,25 @@ class CStyleRenderer:
             const = "const " if k < fn.num_inputs else ""
             params.append(f"{self.arg_qualifier}{const}{self.ctype(b.dtype, True)}* {self.restrict} "
                           f"{self.name(b, b.name)}")
-        return f"{self.kernel_prefix}void {fn.name}({', '.join(params)})"
+        return f"{self.kernel_prefix}{self.return_type} {fn.name}({', '.join(params)})"
+
+    #: what a function returns (C: an int status, nonzero when scratch could not be allocated)
+    return_type = "void"
+
+    def prologue(self, fn: LoweredFunc) -> list[str]:
+        """Lines opening a function's body."""
+        return []
+
+    def epilogue(self, fn: LoweredFunc) -> list[str]:
+        """Lines closing a function's body."""
+        return []
 
     def function(self, fn: LoweredFunc) -> str:
         """The definition of ``fn`` alone (no preamble): several may share one source."""
         for b in fn.args:
             self.name(b, b.name)
-        return "\n".join([self.signature(fn) + " {", *self.stmt(fn.body, 1), "}"])
+        return "\n".join([self.signature(fn) + " {", *self.prologue(fn), *self.stmt(fn.body, 1),
+                          *self.epilogue(fn), "}"])
 
     def render(self, fn: LoweredFunc) -> str:
         """The full source of ``fn``."""
@@ -329,4 +340,4 @@ def used_ops(fn: LoweredFunc) -> set[Op]:
     return ops
 
 
-__all__ = ["RESERVED", "CStyleRenderer", "used_ops"]
+__all__ = ["USER_PREFIX", "CStyleRenderer", "used_ops"]

@@ -25,18 +25,13 @@ from ...dsl import dtypes as dt
 from ...dsl.errors import CompileError, MissingDependencyError
 from ...dsl.ops import Op
 from ...schedules.loops import LoweredFunc
-from .cstyle import RESERVED, CStyleRenderer
+from .cstyle import CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, rounding_helpers
 from .opencl import OpenCLRenderer, Program
 
 _TYPES = {"float32": "float", "float64": "double", "bool": "bool", "int8": "signed char", "int16": "short",
           "int32": "int", "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
           "uint32": "unsigned int", "uint64": "unsigned long long"}
-_RESERVED = RESERVED | frozenset("""
-class namespace template typename new delete this operator private public protected virtual friend
-explicit mutable using try catch throw and or not xor bitand bitor compl asm blockIdx threadIdx blockDim
-gridDim warpSize atomicAdd max min __half __syncthreads
-""".split())
 
 
 @cache
@@ -76,7 +71,6 @@ class CUDARenderer(OpenCLRenderer):
     half_type = "__half"
     int64_type = "long long"
     ll_suffix, ull_suffix = "LL", "ULL"
-    reserved = _RESERVED
     barrier = "__syncthreads();"
     index_type = "long long"
     shared_qualifier = "__shared__ "

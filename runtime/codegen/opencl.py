@@ -52,7 +52,7 @@ from ...schedules.loops import (
     walk_stmts,
 )
 from .clvec import render_vector_loop
-from .cstyle import _FMATH, RESERVED, CStyleRenderer
+from .cstyle import _FMATH, CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, multiplies_16bit, rounding_helpers
 
 log = logging.getLogger(__name__)
@@ -60,10 +60,6 @@ log = logging.getLogger(__name__)
 _TYPES = {"float32": "float", "float64": "double", "bool": "bool", "int8": "char", "int16": "short",
           "int32": "int", "int64": "long", "uint8": "uchar", "uint16": "ushort", "uint32": "uint",
           "uint64": "ulong"}
-_SCALARS = ["char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "float", "double", "half", "bool"]
-_RESERVED = RESERVED | frozenset(
-    f"{t}{n}" for t in _SCALARS for n in (2, 3, 4, 8, 16)) | frozenset(["uchar", "ushort", "uint", "ulong", "half", "private", "constant", "global", "local", "kernel", "read_only", "write_only", "read_write", "image1d_t", "image2d_t", "image3d_t", "sampler_t", "event_t", "select", "clamp", "mix", "sign", "rsqrt", "popcount", "clz", "dot", "as_int", "as_uint", "as_float", "as_ushort", "as_half", "as_long", "as_ulong", "as_double", "get_global_id", "get_local_id", "get_group_id", "get_global_size", "barrier", "isinf", "isnan", "nextafter", "copysign", "fmin", "fmax", "mad", "fma", "hypot"])
-
 #: bind() thread names -> (id function, dimension)
 THREADS = {f"{n}.{x}": (kind, d) for d, x in enumerate("xyz")
            for n, kind in (("group", "group"), ("blockIdx", "group"), ("local", "local"), ("threadIdx", "local"))}
@@ -233,7 +229,6 @@ class OpenCLRenderer(CStyleRenderer):
     half_type = "half"
     int64_type = "long"
     ll_suffix, ull_suffix = "L", "UL"
-    reserved = _RESERVED
     max_private_bytes = 16384
 
     barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
