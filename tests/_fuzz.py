@@ -1,0 +1,240 @@
+"""Module fuzzing shared by tests/test_fuzz_modules.py (bounded, in CI) and bench/fuzz_modules.py
+(thousands of cases, off CI).
+
+A case is one corpus module (HLO, XLA-optimized HLO or StableHLO text) with one token changed by
+:func:`_checks.mutate_token`. A worker subprocess loads it, compiles and runs it on the cpu, and
+compares the answers with the numpy reference (``dsl/reference.py``); when the worker dies, the
+signal is the outcome. Outcomes:
+
+* ``matched``: loaded, ran, equal to the reference;
+* ``refused``: a typed error (an ``HlotuneError`` subclass, or MemoryError) at some stage;
+* ``timeout``: still running after the time limit (a mutated loop condition may never end);
+* failures: ``crash`` (a signal or exit), ``untyped`` (any other exception), ``wrong`` (an
+  answer differing from the reference) and ``reference_error`` (the compiled code ran but the
+  reference refused the same graph, e.g. an index out of bounds).
+
+Run ``python tests/_fuzz.py FILE`` to replay one module text in this process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+DATA = Path(__file__).parent / "data"
+FAILURES = ("crash", "untyped", "wrong", "reference_error")
+#: modules whose compile + run + reference take over 2 s here: left out of the fuzz
+HEAVY = ("matmul_1024", "attention_multi_head")
+
+_HLO_TOKEN = r"%?[A-Za-z_][\w.-]*|\d+|[^\s\w]"
+_MLIR_TOKEN = r"%[\w#]+|[A-Za-z_][\w.-]*|\d+|[^\s\w]"
+_HLO_OPS = ["add", "multiply", "dot", "reduce", "transpose", "broadcast", "slice", "tanh", "reshape",
+            "concatenate", "pad", "select", "compare", "convert", "copy", "negate", "while",
+            "dynamic-slice", "gather", "iota", "maximum", "f32", "s32", "pred", "bf16", "u8", "f16"]
+_MLIR_OPS = ["stablehlo.add", "stablehlo.multiply", "stablehlo.dot_general", "stablehlo.reduce",
+             "stablehlo.transpose", "stablehlo.broadcast_in_dim", "stablehlo.slice", "stablehlo.tanh",
+             "stablehlo.reshape", "stablehlo.convert", "stablehlo.select", "stablehlo.while",
+             "func.call", "stablehlo.return", "f32", "i32", "i1", "bf16", "f16", "tensor"]
+
+
+def corpus(heavy: bool = False) -> list[Path]:
+    """The corpus and JAX user modules in every form (HLO, .opt.hlo, .stablehlo.mlir)."""
+    files = sorted(p for d in ("hlo", "jax_user") for p in (DATA / d).iterdir()
+                   if p.suffix in (".hlo", ".mlir"))
+    return [p for p in files if heavy or not p.name.startswith(HEAVY)]
+
+
+_HEADER_TABLES = re.compile(r"\n(?:FileNames|FunctionNames|FileLocations|StackFrames)\n(?:\d+ [^\n]*\n)*")
+_METADATA = re.compile(r", metadata=\{[^{}]*\}")
+
+
+def mutate(path: Path, data, kinds=("number", "delete", "duplicate", "replace")) -> str:
+    """``path``'s text with one token changed by ``_checks.mutate_token``. One case in ten
+    changes any token of the whole original text; the others change one line, drawn uniformly,
+    of the module's semantic text (XLA's metadata and stack-frame tables removed): a number put
+    for a number (dimensions, attributes: 4 in 10), a value name for another (an operand swapped:
+    2 in 10) or any token changed by any of ``kinds`` (opcodes, element types and value names
+    for replacements)."""
+    from _checks import mutate_token
+    from hypothesis import strategies as st
+    text = path.read_text()
+    mlir = path.suffix == ".mlir"
+    token_re = _MLIR_TOKEN if mlir else _HLO_TOKEN
+    name_re = r"%[\w#.]+" if mlir else r"%?[A-Za-z_][\w.-]*(?= = )"
+    names = sorted(set(re.findall(name_re, text)))[:40]
+    replacements = (_MLIR_OPS if mlir else _HLO_OPS) + names
+    rnd = data.draw(st.randoms(use_true_random=False))
+    u = rnd.random()
+    if u < 0.1:
+        return mutate_token(text, data, token_re, replacements, kinds)
+    lines = _METADATA.sub("", _HEADER_TABLES.sub("\n", text)).split("\n")
+    if u < 0.5:
+        token_re, replacements, kinds = r"(?<![\w.])\d+(?![\w.])", [], ("number",)
+    elif u < 0.7:
+        token_re = r"%[\w#.]+" if mlir else r"(?<=[(, ])%?[A-Za-z_][\w.-]*(?=[,)])"
+        replacements, kinds = names, ("replace",)
+    candidates = [i for i, ln in enumerate(lines) if re.search(token_re, ln)]
+    if not candidates:
+        return mutate_token(text, data, _MLIR_TOKEN if mlir else _HLO_TOKEN, replacements or names, ("delete",))
+    k = rnd.choice(candidates)
+    lines[k] = mutate_token(lines[k], data, token_re, replacements, kinds)
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str            # matched, refused, timeout, crash, untyped, wrong, reference_error
+    error: str = ""      # the exception type, or the signal
+    stage: str = ""      # load, compile, run, reference, compare
+    detail: str = ""
+
+    @property
+    def failed(self) -> bool:
+        return self.kind in FAILURES
+
+
+# ----------------------------------------------------------------------------- the worker side
+
+def _tolerance(dtype, ref):
+    import numpy as np
+
+    from hlotune.api import tolerance
+    finite = np.abs(ref[np.isfinite(ref)]) if ref.dtype.kind in "fc" else np.abs(ref)
+    return tolerance(dtype, float(finite.max()) if finite.size else 1.0)
+
+
+def run_case(text: str, file: str) -> dict:
+    """Load, compile, run and check one module in this process; never raises."""
+    import numpy as np
+    from hlotune.dsl.errors import HlotuneError
+    from hlotune.dsl.reference import evaluate
+
+    import hlotune
+    stage = "load"
+    try:
+        m = hlotune.load_hlo(text)
+        stage = "compile"
+        c = hlotune.compile(m)
+        stage = "run"
+        ins = m.random_inputs(seed=1)
+        got = c(*ins)
+        got = got if isinstance(got, tuple) else (got,)
+        stage = "reference"
+        ref = evaluate(list(m.outputs), ins, m.params)
+    except BaseException as e:  # noqa: BLE001  (classified, never raised)
+        typed = isinstance(e, (HlotuneError, MemoryError))
+        kind = "refused" if typed and stage != "reference" else "reference_error" if typed else "untyped"
+        return {"kind": kind, "error": type(e).__name__, "stage": stage, "detail": str(e)[:800]}
+    for k, (g, r) in enumerate(zip(got, ref)):
+        g, r = np.asarray(g), np.asarray(r)
+        if g.shape != r.shape or g.dtype != r.dtype:
+            return {"kind": "wrong", "stage": "compare",
+                    "detail": f"output {k}: {g.dtype}{list(g.shape)} vs reference {r.dtype}{list(r.shape)}"}
+        if r.dtype.kind in "fc":
+            rtol, atol = _tolerance(r.dtype, r.astype(np.float64))
+            ok = np.isclose(g.astype(np.float64), r.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            ok = g == r
+        if not ok.all():
+            i = tuple(int(x[0]) for x in np.nonzero(~ok))
+            return {"kind": "wrong", "stage": "compare",
+                    "detail": f"output {k} differs at {list(i)}: {g[i]!r} vs reference {r[i]!r} "
+                              f"({int((~ok).sum())} of {ok.size} elements)"}
+    return {"kind": "matched", "stage": "compare"}
+
+
+def _serve() -> None:
+    """Worker loop: one JSON request per stdin line, one JSON reply per line on the original
+    stdout (fd 1 is redirected to stderr, so nothing else can corrupt the replies)."""
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    for line in sys.stdin:
+        req = json.loads(line)
+        if "signal" in req:   # tests of the parent's crash detection
+            os.kill(os.getpid(), req["signal"])
+        out.write(json.dumps(run_case(req["text"], req["file"])) + "\n")
+        out.flush()
+
+
+# ----------------------------------------------------------------------------- the parent side
+
+class Fuzzer:
+    """Runs cases in a worker subprocess (restarted after a crash or timeout) with its own
+    compile cache."""
+
+    def __init__(self, timeout: float = 60.0):
+        self.timeout = timeout
+        self.cache = tempfile.mkdtemp(prefix="hlotune_fuzz_")
+        self.proc: subprocess.Popen | None = None
+        self.replies: queue.Queue = queue.Queue()
+
+    def _start(self) -> None:
+        env = dict(os.environ, HLOTUNE_CACHE=self.cache, PYTHONPATH=os.pathsep.join(
+            [str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]))
+        self.proc = subprocess.Popen([sys.executable, __file__, "--serve"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                     env=env, start_new_session=True)
+        self.replies = queue.Queue()
+        threading.Thread(target=self._read, args=(self.proc, self.replies), daemon=True).start()
+
+    @staticmethod
+    def _read(proc, replies) -> None:
+        for line in proc.stdout:
+            replies.put(line)
+        replies.put(None)
+
+    def _stop(self) -> None:
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.proc.wait()
+            self.proc = None
+
+    def run(self, text: str, file: str, **extra) -> Outcome:
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        try:
+            self.proc.stdin.write(json.dumps({"text": text, "file": file, **extra}) + "\n")
+            self.proc.stdin.flush()
+        except BrokenPipeError:
+            pass
+        try:
+            line = self.replies.get(timeout=self.timeout)
+        except queue.Empty:
+            self._stop()
+            return Outcome("timeout", stage="run", detail=f"over {self.timeout:g} s")
+        if line is None:
+            rc = self.proc.wait()
+            self.proc = None
+            sig = signal.Signals(-rc).name if rc < 0 else f"exit {rc}"
+            return Outcome("crash", sig, detail=f"the worker ended with {sig}")
+        return Outcome(**json.loads(line))
+
+    def close(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self._stop()
+        shutil.rmtree(self.cache, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--serve"]:
+        _serve()
+    else:
+        print(run_case(Path(sys.argv[1]).read_text(), sys.argv[1]))
