@@ -29,9 +29,8 @@ import numpy as np
 
 from ..dsl.errors import CompileError, ConfigError, DSLError, LoweringError, ScheduleError, TargetError
 from ..dsl.reference import evaluate
+from ..runtime.backends import backend
 from ..runtime.cachedir import clean_stale_scratch, scratch_dir
-from ..runtime.codegen.c import render_c
-from ..runtime.cpu import compile_c
 from ..schedules.steps import step_to_json
 from .task import Task
 
@@ -67,8 +66,7 @@ class MeasureResult:
 class _Built:
     config: dict
     steps: list
-    so: str | None = None
-    cl: dict | None = None       # OpenCL: runtime.opencl.launch_spec of the rendered program
+    fields: dict | None = None   # what the target's backend prepared for the worker
     failure: str | None = None
     message: str = ""
 
@@ -81,6 +79,8 @@ class Worker:
 
     def _start(self):
         env = dict(os.environ)
+        # the worker imports what the parent can (a backend or test module registered at run time)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         self.proc = subprocess.Popen([sys.executable, "-m", "hlotune.autotune.worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
                                      bufsize=1)
@@ -163,39 +163,43 @@ class Measurer:
         return paths
 
     def build(self, config: dict | None) -> _Built:
-        """Schedule (``invalid`` on a broken rule), render and compile one config (OpenCL: render
-        only; the worker builds the program)."""
+        """Schedule (``invalid`` on a broken rule), render and prepare one config for the worker
+        (the target's backend: the cpu compiles a library here; OpenCL renders a program that
+        the worker builds)."""
         t = self.task.target
         try:
             s = self.task.schedule(config)
             steps = [step_to_json(x) for x in s.steps]
             fn = s.lower()
-            if t.kind == "opencl":
-                from ..runtime.codegen.opencl import render_for
-                from ..runtime.opencl import launch_spec
-                prog = render_for(fn, t)
-                return _Built(config or {}, steps, cl=launch_spec(fn, prog, t))
-            src = render_c(fn, t.hardware)
         except (ScheduleError, ConfigError, LoweringError, DSLError, TargetError) as e:
             return _Built(config or {}, [], failure="invalid", message=str(e))
         try:
-            so = compile_c(src, self.task.target.compiler, timeout=self.compile_timeout)
+            fields = backend(t).prepare(fn, t, self.compile_timeout)
+        except (ScheduleError, LoweringError, DSLError, TargetError, MemoryError) as e:
+            return _Built(config or {}, steps, failure="invalid", message=str(e))
         except CompileError as e:
             return _Built(config or {}, steps, failure="compile_error", message=str(e))
-        return _Built(config or {}, steps, so=str(so))
+        return _Built(config or {}, steps, fields=fields)
 
     def run(self, b: _Built) -> MeasureResult:
         t0 = time.time()
         if b.failure:
             return MeasureResult(b.config, b.steps, [], b.failure, b.message, t0, time.time())
-        if b.cl is not None:
-            rep = self.worker.request({"kind": "opencl_build", "program": b.cl}, self.compile_timeout)
+        kind = self.task.target.kind
+        b_ = backend(kind)
+        where = f"{type(b_).__module__}:{type(b_).__qualname__}"     # a backend registered at run time
+        common = {"backend": kind, "backend_import": where, "inputs": self.inputs, "expected": self.expected, "out": self.out_specs,
+                  "rtol": self.rtol, "atol": self.atol, "repeat": self.repeat, "min_repeat_ms": self.min_repeat_ms}
+        for req in b_.worker_plan(b.fields):
+            if req["op"] == "build":
+                rep = self.worker.request({"backend": kind, "backend_import": where, **req}, self.compile_timeout)
+                if not rep["ok"]:
+                    return MeasureResult(b.config, b.steps, [], "compile_error",
+                                         f"{kind} build ({rep['failure']}): {rep.get('message', '')}", t0, time.time())
+                continue
+            rep = self.worker.request({**common, **req}, self.timeout)
             if not rep["ok"]:
-                return MeasureResult(b.config, b.steps, [], "compile_error",
-                                     f"OpenCL build ({rep['failure']}): {rep.get('message', '')}", t0, time.time())
-        req = {"kind": "opencl" if b.cl is not None else "cpu", "so": b.so, "inputs": self.inputs, "expected": self.expected, "out": self.out_specs,
-               "rtol": self.rtol, "atol": self.atol, "repeat": self.repeat, "min_repeat_ms": self.min_repeat_ms}
-        rep = self.worker.request(req, self.timeout)
+                break
         if rep["ok"]:
             return MeasureResult(b.config, b.steps, rep["times"], None, "", t0, time.time())
         return MeasureResult(b.config, b.steps, [], rep["failure"], rep.get("message", ""), t0, time.time())

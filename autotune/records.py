@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 from ..dsl import dtypes as dt
 from ..dsl.errors import ConfigError, DataFileError, DSLError, HlotuneError
+from ..runtime.backends import backend, kinds
+from ..schedules.templates.families import templates_for
 
 #: the database schema this hlotune writes; a log record carries it as ``schema``
 SCHEMA_VERSION = 3
@@ -29,8 +31,6 @@ LOG_SCHEMAS = (2, 3)
 #: workload keys of format 1 (schema <= 2) are stored behind this prefix
 LEGACY_PREFIX = "v1:"
 FAILURES = ("invalid", "compile_error", "runtime_error", "wrong_answer", "timeout")
-#: the kinds ``runtime.targets.get_target`` builds
-TARGET_KINDS = ("cpu", "opencl", "cuda")
 #: plausible seconds per kernel call: below a nanosecond nothing was measured, above
 #: 10^4 s (about 3 hours) no candidate survives a tuning timeout
 MIN_TIME, MAX_TIME = 1e-9, 1e4
@@ -141,7 +141,7 @@ def _target(g) -> dict:
     for k in ("key", "kind", "provenance"):
         _need(k in g, f"target has no '{k}'")
     kind = g["kind"]
-    _need(kind in TARGET_KINDS, f"unknown target kind {_short(kind)}; expected one of {TARGET_KINDS}")
+    _need(isinstance(kind, str) and kind in kinds(), f"unknown target kind {_short(kind)}; expected one of {kinds()}")
     _need(isinstance(g["key"], str) and g["key"].startswith(kind + "-") and len(g["key"]) <= 200,
           f"target key must be '{kind}-...', got {_short(g['key'])}")
     _need(isinstance(g["provenance"], dict), "target provenance must be an object")
@@ -153,12 +153,11 @@ def check_config(rec: dict, space=None) -> None:
     ``space`` (the workload's stored space on this target) set to one of its values, or, with no
     space known, knobs in their family's domains and no count beyond the shapes' extents.
     The empty config (the default schedule) always applies."""
-    from ..schedules.templates.families import templates_for, validate_record
     config = rec["config"]
     if not config:
         return
     fam = rec["workload"]["family"]
-    tpl = templates_for(rec["target"]["kind"])
+    tpl = kind_templates(rec["target"]["kind"])
     if fam not in tpl:
         raise ConfigError(f"unknown kernel family '{fam}'")
     for k, v in config.items():
@@ -309,6 +308,25 @@ def _short(v) -> str:
     return r if len(r) <= 60 else r[:57] + "..."
 
 
+
+
+
+def kind_templates(kind: str) -> dict:
+    """The templates of a generic device of target kind ``kind`` (the device that made a log
+    need not be here)."""
+    return templates_for(backend(kind).hardware())
+
+
+def validate_record(rec: dict) -> None:
+    """Check a tuning-log record's config against its family's knob domains (the templates
+    of the record's target kind)."""
+    fam = rec["workload"].get("family")
+    tpl = kind_templates((rec.get("target") or {}).get("kind", "cpu"))
+    if fam not in tpl:
+        raise ConfigError(f"unknown kernel family '{fam}'")
+    tpl[fam].check_domain(rec["config"])
+
+
 __all__ = [
     "FAILURES",
     "LEGACY_PREFIX",
@@ -316,12 +334,13 @@ __all__ = [
     "MAX_TIME",
     "MIN_TIME",
     "SCHEMA_VERSION",
-    "TARGET_KINDS",
     "ImportResult",
     "check_config",
     "export_log",
     "fingerprint",
     "import_log",
+    "kind_templates",
     "parse_record",
     "plausible_times",
+    "validate_record",
 ]

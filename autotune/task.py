@@ -20,7 +20,7 @@ from ..dsl.ops import Op
 from ..dsl.tensor import Graph, Tensor, input_tensors
 from ..runtime.module import plan_segments
 from ..runtime.targets import Target
-from ..schedules.fusion import fuse_default, is_cpu, stage_default
+from ..schedules.fusion import fuse, stage_default
 from ..schedules.schedule import Schedule, Stage
 from ..schedules.templates.base import Space, Template
 from ..schedules.templates.families import classify, templates_for
@@ -42,7 +42,7 @@ class Task:
 
     @property
     def template(self) -> Template:
-        return templates_for(self.target)[self.family]
+        return templates_for(self.hardware)[self.family]
 
     @property
     def root_op(self):
@@ -61,7 +61,7 @@ class Task:
     @property
     def space(self) -> Space:
         s = Schedule(self.graph)
-        fuse_default(s, epilogues=is_cpu(self.target))
+        fuse(s, self.hardware)
         return self.template.space(self.stage(s), self.hardware)
 
     def register(self, db) -> None:
@@ -78,10 +78,10 @@ class Task:
     def schedule(self, config: dict | None) -> Schedule:
         """The stage graph scheduled with ``config`` (None: the default schedule)."""
         s = Schedule(self.graph)
-        fuse_default(s, epilogues=is_cpu(self.target))
+        fuse(s, self.hardware)
         st = self.stage(s)
         if not config:
-            stage_default(s, st, self.target, self.hardware.threads)
+            stage_default(s, st, self.hardware)
         else:
             self.template.apply(s, st, config, self.hardware)
         return s
@@ -192,7 +192,7 @@ def stage_graph(s: Schedule, st: Stage) -> Graph:
 def segment_tasks(g: Graph, target: Target) -> list[tuple[Stage, Task]]:
     """(stage, task) for each root stage of one compute segment's default fusion."""
     s = Schedule(g)
-    fuse_default(s, epilogues=is_cpu(target))
+    fuse(s, target.hardware)
     out = []
     for st in s.stages.values():
         if st.attach != ("root",):
@@ -227,7 +227,7 @@ def tuned_schedule_fn(db, target: Target, k: int = 8):
 
     def fn(g: Graph) -> Schedule:
         s = Schedule(g)
-        fuse_default(s, epilogues=is_cpu(target))
+        fuse(s, target.hardware)
         for name in [n for n, st in s.stages.items() if st.attach == ("root",)]:
             st = s.stage(name)
             sg = stage_graph(s, st)
@@ -248,7 +248,7 @@ def tuned_schedule_fn(db, target: Target, k: int = 8):
                     s = Schedule.from_json(g, mark)
                     st = s.stage(name)
             if not tuned:
-                stage_default(s, st, target)
+                stage_default(s, st, hw)
         return s
     return fn
 

@@ -1,17 +1,16 @@
 """The measurement worker: a separate process that loads candidate kernels, checks their
 answer and times them, so a crash or hang costs one candidate, never the tuning run.
 
-Protocol: one JSON request per stdin line, one JSON reply per stdout line.
-Request: ``{"so", "inputs": [npy], "expected": [npy], "out": [[shape, dtype]], "rtol", "atol",
-"repeat", "min_repeat_ms", "number"}``. Reply: ``{"ok": true, "times": [...], "number": n}`` or
-``{"ok": false, "failure": "wrong_answer"|"runtime_error", "message": ...}``.
-
-OpenCL candidates take two requests, so that building and running have their own time limits:
-``{"kind": "opencl_build", "program": spec}`` (``spec``: ``runtime.opencl.launch_spec``, the
-rendered source with its device and launches) builds the program on its device (reply
-``{"ok": true}`` or ``failure`` ``compile_error``); then ``{"kind": "opencl", ...}`` with the
-fields of a CPU request but no ``so`` runs the program built last, checks it and times it with
-profiling events.
+Protocol: one JSON request per stdin line, one JSON reply per stdout line. Every request names
+the target's ``backend`` (runtime/backends) and an ``op``:
+- ``build`` (backends that build in the worker, e.g. OpenCL programs, so that a crashing driver
+  costs one candidate): the backend's fields; reply ``{"ok": true}`` or ``failure``
+  ``compile_error``.
+- ``run``: the backend's fields (e.g. the cpu's ``so``) and ``"inputs": [npy], "expected":
+  [npy], "out": [[shape, dtype]], "rtol", "atol", "repeat", "min_repeat_ms", "number"``; the
+  backend's runner computes the outputs, they are checked, then timed. Reply ``{"ok": true,
+  "times": [...], "number": n}`` or ``{"ok": false, "failure": "wrong_answer"|"runtime_error",
+  "message": ...}``.
 """
 
 from __future__ import annotations
@@ -71,45 +70,35 @@ def _warmup_ms(cache: dict) -> float:
     return FIRST_WARMUP_MS if first else 0.0
 
 
-def handle_opencl(req: dict, cache: dict) -> dict:
-    from hlotune.dsl.errors import CompileError
-    from hlotune.runtime.opencl import SpecRunner
-    if req["kind"] == "opencl_build":
-        cache.pop("opencl", None)
-        try:
-            cache["opencl"] = SpecRunner(req["program"])
-        except CompileError as e:
-            return {"ok": False, "failure": "compile_error", "message": str(e)}
-        return {"ok": True}
-    runner = cache.get("opencl")
-    if runner is None:
-        return {"ok": False, "failure": "runtime_error", "message": "no OpenCL program was built"}
+def _backend(req: dict):
+    """The request's backend: a registered kind, else the ``module:Class`` the parent named (a
+    backend registered at run time in the parent, as a plug-in or a test does)."""
+    from hlotune.dsl.errors import TargetError
+    from hlotune.runtime.backends import backend, register
+    try:
+        return backend(req["backend"])
+    except TargetError:
+        if not req.get("backend_import"):
+            raise
+    from importlib import import_module
+    mod, cls = req["backend_import"].split(":")
+    return register(getattr(import_module(mod), cls)())
+
+
+def handle(req: dict, cache: dict) -> dict:
+    """One request: build (backends that build here) or run, check and time a candidate."""
+    b = _backend(req)
+    if req["op"] == "build":
+        return b.worker_build(req, cache)
+    runner = b.runner(req, cache)
     ins = [_load(p, cache) for p in req["inputs"]]
     outs = _outputs(req["out"])
     runner.run(ins, outs)
     bad = _check(outs, req, cache)
     if bad:
         return bad
-    r = runner.time(req["repeat"], req["min_repeat_ms"], req.get("number"), warmup_ms=_warmup_ms(cache))
+    r = runner.time(req["repeat"], req["min_repeat_ms"], req.get("number"), _warmup_ms(cache))
     return {"ok": True, "times": [max(t, 1e-12) for t in r.times], "number": r.number}
-
-
-def handle(req: dict, cache: dict) -> dict:
-    if req.get("kind", "cpu").startswith("opencl"):
-        return handle_opencl(req, cache)
-    from hlotune.runtime.cpu import Library
-    from hlotune.runtime.timing import measure
-    lib = Library(__import__("pathlib").Path(req["so"]))
-    ins = [_load(p, cache) for p in req["inputs"]]
-    outs = _outputs(req["out"])
-    ptrs = lib.pack(ins + outs)
-    lib.entry(ptrs)
-    bad = _check(outs, req, cache)
-    if bad:
-        return bad
-    r = measure(lambda n: lib.bench(ptrs, n), req["repeat"], req["min_repeat_ms"], req.get("number"),
-                warmup_ms=_warmup_ms(cache))
-    return {"ok": True, "times": list(r.times), "number": r.number}
 
 
 def main() -> None:

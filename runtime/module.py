@@ -20,9 +20,9 @@ from ..dsl.errors import KernelArgumentError
 from ..dsl.tensor import ComputeOp, ExternOp, Graph, Tensor, input_tensors
 from ..schedules.fusion import default_schedule
 from ..schedules.schedule import Schedule
+from .backends import backend
 from .build import Kernel, build
 from .targets import Target, get_target
-from .whileloop import build_while
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ class CompiledGraph:
                  target="cpu", schedule_fn: Callable[[Graph], Schedule] | None = None):
         self.target: Target = get_target(target)
         self.graph = Graph(list(outputs), inputs)
-        self.schedule_fn = schedule_fn or (lambda g: default_schedule(g, target=self.target))
+        self.schedule_fn = schedule_fn or (lambda g: default_schedule(g, hw=self.target.hardware))
         self.constants: dict[Key, np.ndarray] = {}
         self.steps: list = []
         self._sub: dict[tuple, CompiledGraph] = {}
@@ -118,7 +118,8 @@ class CompiledGraph:
     def _plan(self) -> None:
         for item in plan_segments(self.graph, lambda op: op.fn([], self.run)):
             if isinstance(item, ExternOp):
-                k = build_while(item, self.target, self.schedule_fn) if item.kind == "while" else None
+                k = backend(self.target).compile_while(item, self.target, self.schedule_fn) \
+                    if item.kind == "while" else None
                 if k is not None:
                     self.steps.append(_KernelStep(k, None, [_key(t) for t in item.inputs],
                                                   [(id(item), i) for i in range(item.num_outputs)]))

@@ -65,13 +65,10 @@ class Target:
 
     @property
     def hardware(self):
-        """The machine's facts as plain data (``schedules.hardware.Hardware``) for templates and
-        renderers: vector ISA as the compiler targets it, registers, caches, threads."""
-        if self.kind == "cpu":
-            from .isa import detect
-            return detect(self.compiler.cc, tuple(self.compiler.flags), self.threads)
-        from ..schedules.hardware import Hardware
-        return Hardware(threads=self.threads)
+        """The device's facts as plain data (``schedules.hardware.Hardware``) for templates and
+        renderers (its backend says what they are: vector ISA, registers, caches, threads, limits)."""
+        from .backends import backend
+        return backend(self.kind).hardware(self)
 
     @property
     def key(self) -> str:
@@ -91,14 +88,5 @@ def get_target(spec, threads: int | None = None) -> Target:
         raise TargetError(f"threads={threads!r}: expected a positive integer")
     if isinstance(spec, Target):
         return spec if threads is None or threads == spec.threads else replace(spec, threads=threads)
-    name = str(spec).strip().lower()
-    if name in ("cpu", "c", "llvm", "host"):
-        return Target("cpu", cpu_model(), threads=threads or default_threads())
-    if name.split(":")[0] == "opencl":
-        from .opencl import opencl_target
-        return opencl_target(str(spec).strip())
-    if name.split(":")[0] == "cuda":
-        raise TargetError(f"target '{spec}': hlotune generates CUDA kernels (hlotune.runtime.codegen.cuda: "
-                          "render_cuda, compile_cuda with nvcc) but cannot run them yet (no CUDA runtime); "
-                          "use 'cpu' or 'opencl'")
-    raise TargetError(f"unknown target '{spec}'; expected 'cpu', 'opencl[:P:D]' or 'cuda[:N]'")
+    from .backends import backend
+    return backend(spec).target(str(spec).strip(), threads)

@@ -234,35 +234,37 @@ def loop_default(s: Schedule, st: Stage, threads=None) -> None:
                 s.parallel(ax)
 
 
-def stage_default(s: Schedule, st: Stage, target=None, threads: int | None = None) -> None:
-    """The untuned schedule of root stage ``st``: on a device target (one with work-groups) its
-    family's device template with ``default_config``; else (or when that config does not fit
-    the stage) ``loop_default``."""
-    kind = getattr(target, "kind", target) or "cpu"
-    hw = getattr(target, "hardware", None)
-    if hw is not None and threads:
-        from dataclasses import replace
-        hw = replace(hw, threads=threads)
-    if kind != "cpu":
+def stage_default(s: Schedule, st: Stage, hw=None) -> None:
+    """The untuned schedule of root stage ``st`` on machine ``hw`` (a Hardware or a thread
+    count): on a device with work-groups its family's device template with ``default_config``;
+    else (or when that config does not fit the stage) ``loop_default``."""
+    from .templates.base import as_hardware
+    hw = as_hardware(hw or os.cpu_count() or 1)
+    if hw.work_groups:
         from .templates.families import classify, templates_for
-        t = templates_for(target)[classify(st)]
+        t = templates_for(hw)[classify(st)]
         if try_template(s, st, t, t.default_config(st)):
             return
         log.debug("no device default for stage '%s'; loop default", st.name)
-    loop_default(s, st, hw or threads)
+    loop_default(s, st, hw)
 
 
-def is_cpu(target) -> bool:
-    """Whether ``target`` (a Target, a kind or None) is the host CPU."""
-    return (getattr(target, "kind", target) or "cpu") == "cpu"
+def fuse(s: Schedule, hw) -> None:
+    """Default fusion for machine ``hw``: epilogues join their dot's register tile on machines
+    without work-groups (the cpu templates have register tiles)."""
+    from .templates.base import as_hardware
+    fuse_default(s, epilogues=not as_hardware(hw or 1).work_groups)
 
 
-def default_schedule(outputs, inputs=None, threads: int | None = None, target=None) -> Schedule:
-    """Fused default schedule of the graph computing ``outputs``: parallel, vectorized loops on
-    the cpu; work-group mappings on device targets (see ``stage_default``)."""
+def default_schedule(outputs, inputs=None, threads=None, hw=None) -> Schedule:
+    """Fused default schedule of the graph computing ``outputs`` on machine ``hw`` (a Hardware;
+    ``threads`` alone: the generic machine with that many threads): parallel, vectorized loops
+    and register tiles on CPUs; work-group mappings on devices (see ``stage_default``)."""
+    from .templates.base import as_hardware
+    hw = as_hardware(hw if hw is not None else (threads or os.cpu_count() or 1))
     s = Schedule(outputs if isinstance(outputs, Graph) else Graph(outputs, inputs))
-    fuse_default(s, epilogues=is_cpu(target))
+    fuse(s, hw)
     for st in list(s.stages.values()):
         if st.attach == ("root",):
-            stage_default(s, st, target, threads)
+            stage_default(s, st, hw)
     return s

@@ -15,7 +15,8 @@ class Hardware:
     """``vector_bytes``: widest float SIMD register the compiler targets (64 for AVX-512, 32 for
     AVX2, 16 for SSE/NEON, 0 when unknown); ``vector_regs``: how many such registers; ``fma``:
     fused multiply-add instructions; cache sizes in bytes (``l1d`` and ``l2`` per core, ``l3``
-    shared); ``threads``: the threads kernels run on; ``isa``: feature names, e.g. 'avx512f'."""
+    shared); ``threads``: the threads kernels run on; ``isa``: feature names, e.g. 'avx512f';
+    ``work_groups``: loops run on a grid of work-groups (GPUs), with their limits."""
 
     arch: str = "unknown"
     vector_bytes: int = 16
@@ -26,6 +27,10 @@ class Hardware:
     l3: int = 8 << 20
     threads: int = 1
     isa: tuple[str, ...] = ()
+    #: a GPU-style device: loops map onto work-groups of work-items (OpenCL NDRange, CUDA grid)
+    work_groups: bool = False
+    max_work_group_size: int = 0
+    local_mem_bytes: int = 0
 
     def lanes(self, itemsize: int) -> int:
         """Elements of ``itemsize`` bytes in one vector register (at least 1)."""
@@ -34,7 +39,8 @@ class Hardware:
     def as_dict(self) -> dict:
         return {"arch": self.arch, "vector_bytes": self.vector_bytes, "vector_regs": self.vector_regs,
                 "fma": self.fma, "l1d": self.l1d, "l2": self.l2, "l3": self.l3, "threads": self.threads,
-                "isa": list(self.isa)}
+                "isa": list(self.isa), "work_groups": self.work_groups,
+                "max_work_group_size": self.max_work_group_size, "local_mem_bytes": self.local_mem_bytes}
 
 
 #: a conservative machine for code paths that know nothing better (SSE-class, 16 registers)

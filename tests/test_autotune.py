@@ -23,7 +23,7 @@ from hlotune.dsl.reference import evaluate
 from hlotune.runtime.cpu import compile_c
 from hlotune.runtime.module import CompiledGraph
 from hlotune.runtime.targets import get_target
-from hlotune.schedules.templates.families import validate_record
+from hlotune.autotune.records import validate_record
 
 sys.path.insert(0, str(Path(__file__).parent))
 from autotune_fixtures import matmul_tanh
@@ -109,9 +109,9 @@ def test_faulty_candidates_are_typed_failures_and_tuning_goes_on(tmp_path, monke
 
     def build(self, config):
         b = original(self, config)
-        if config and b.so and state["n"] == 0:  # the first tuned candidate of any task
+        if config and b.fields and state["n"] == 0:  # the first tuned candidate of any task
             state["n"] += 1
-            b.so = bad_so
+            b.fields = {"so": bad_so}
         return b
 
     monkeypatch.setattr(Measurer, "build", build)

@@ -121,7 +121,7 @@ def test_default_dot_runs_a_register_micro_kernel_and_matches(shape):
     guarded)."""
     m, n, k = shape
     out = dot(0, m, n, k, False, False)
-    f = hlotune.build(hlotune.schedules.fusion.default_schedule([out], target=get_target("cpu")))
+    f = hlotune.build(hlotune.schedules.fusion.default_schedule([out], hw=HOST))
     if n >= 4 and HOST.vector_bytes >= 16:
         assert micro_kernels(f.source) == 1
     ins = random_inputs([out], seed=2)
@@ -220,7 +220,7 @@ def test_micro_kernel_operands_through_clips_selects_and_nans():
         val = Xc[n, dsl.minimum(dsl.maximum(hh, 0), 8), dsl.minimum(dsl.maximum(ww, 0), 8), c]
         return dsl.select(inside, val, 0.0) * W[kh, kw, c]
     Y = dsl.compute((1, 9, 9, 40), lambda n, h, w, c: dsl.sum(tap(n, h, w, c), axis=[kh, kw]), name="Y")
-    f = hlotune.build(hlotune.schedules.fusion.default_schedule([Y], target=get_target("cpu")))
+    f = hlotune.build(hlotune.schedules.fusion.default_schedule([Y], hw=HOST))
     assert micro_kernels(f.source) == 1
     x, w = random_inputs([Y], seed=4)
     x[0, 2, 3, :5] = [np.nan, np.inf, -np.inf, 7.0, -1.0]

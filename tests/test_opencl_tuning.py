@@ -208,15 +208,16 @@ def test_broken_opencl_candidate_is_a_typed_failure_and_tuning_goes_on(tmp_path,
 
     def build(self, config):
         b = original(self, config)
-        if config and b.cl is not None and state["n"] == 0:   # the first tuned candidate
+        if config and b.fields is not None and state["n"] == 0:   # the first tuned candidate
             state["n"] += 1
-            names = [ln["name"] for ln in b.cl["launches"]]
+            prog = b.fields["program"]
+            names = [ln["name"] for ln in prog["launches"]]
             if fault == "garbage":
                 src = "__kernel void oops( { this is not OpenCL C }\n"
             else:
                 body = _CRASH if fault == "crash" else "__kernel void {name}() {{ }}\n"
                 src = "".join(body.format(name=n) for n in names)
-            b.cl = {**b.cl, "source": src, "launches": [{**ln, "args": []} for ln in b.cl["launches"]]}
+            b.fields = {"program": {**prog, "source": src, "launches": [{**ln, "args": []} for ln in prog["launches"]]}}
         return b
 
     monkeypatch.setattr(Measurer, "build", build)

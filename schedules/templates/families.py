@@ -11,7 +11,7 @@ from ...dsl.ops import Op
 from ...dsl.tensor import Tensor
 from ..fusion import absorbed_tile, simd_reducible
 from ..schedule import Stage, check
-from .base import Knob, Template, is_pow2, parallel_fuse, pow2_upto, split_last_reduction
+from .base import Knob, Template, as_hardware, is_pow2, parallel_fuse, pow2_upto, split_last_reduction
 from .gemm import Gemm, GemmConv
 
 
@@ -173,28 +173,18 @@ def classify_op(op) -> str:
     return "reduction"
 
 
-def templates_for(target=None) -> dict:
-    """The templates by family for ``target`` (a Target or a kind such as 'cpu'/'opencl')."""
-    kind = getattr(target, "kind", target) or "cpu"
-    if kind in ("opencl", "cuda"):     # the same work-group mappings (group.* = blockIdx.*)
+def templates_for(hw=None) -> dict:
+    """The templates by family for machine ``hw`` (a Hardware; None: the generic CPU): devices
+    with work-groups (OpenCL, CUDA) share the work-group mappings (group.* = blockIdx.*)."""
+    hw = as_hardware(hw or 1)
+    if hw.work_groups:
         from .opencl import MAX_LOCAL, opencl_templates
-        return opencl_templates(getattr(target, "max_work_group_size", 0) or MAX_LOCAL)
+        return opencl_templates(hw.max_work_group_size or MAX_LOCAL)
     return TEMPLATES
 
 
-def validate_record(rec: dict) -> None:
-    """Check a tuning-log record's config against its family's knob domains (the templates
-    of the record's target kind)."""
-    from ...dsl.errors import ConfigError
-    fam = rec["workload"].get("family")
-    tpl = templates_for((rec.get("target") or {}).get("kind", "cpu"))
-    if fam not in tpl:
-        raise ConfigError(f"unknown kernel family '{fam}'")
-    tpl[fam].check_domain(rec["config"])
-
-
-def template_for(st: Stage, target=None) -> Template:
-    return templates_for(target)[classify(st)]
+def template_for(st: Stage, hw=None) -> Template:
+    return templates_for(hw)[classify(st)]
 
 
 __all__ = ["TEMPLATES", "classify", "classify_op", "template_for", "templates_for"]

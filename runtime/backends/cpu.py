@@ -1,0 +1,64 @@
+"""The host CPU: C with OpenMP and GNU vector extensions, compiled by the system C compiler to a
+shared library loaded with ctypes; timed by an in-C loop around the kernel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...dsl.errors import TargetError
+from ..build import Kernel, check_scratch
+from ..codegen.c import render_c
+from ..cpu import CCompiler, Library, compile_c
+from ..isa import detect
+from ..targets import Target, cpu_model, default_threads
+from ..timing import measure
+from .base import Backend, Runner
+
+
+class LibraryRunner(Runner):
+    """A compiled kernel library in the measurement worker."""
+
+    def __init__(self, lib: Library):
+        self.lib = lib
+        self.ptrs = None
+
+    def run(self, ins, outs) -> None:
+        self.ptrs = self.lib.pack(list(ins) + list(outs))
+        self.lib.entry(self.ptrs)
+
+    def time(self, repeat, min_repeat_ms, number, warmup_ms):
+        return measure(lambda n: self.lib.bench(self.ptrs, n), repeat, min_repeat_ms, number, warmup_ms=warmup_ms)
+
+
+class CPUBackend(Backend):
+    kind = "cpu"
+    aliases = ("c", "llvm", "host")
+
+    def target(self, spec: str, threads: int | None = None) -> Target:
+        if ":" in spec.strip():
+            raise TargetError(f"target '{spec}': the cpu target takes no device (use 'cpu' and threads=)")
+        return Target("cpu", cpu_model(), threads=threads or default_threads())
+
+    def hardware(self, target=None):
+        """The vector ISA as the compiler targets it with its flags, the caches, the threads."""
+        cc = target.compiler if target is not None else CCompiler()
+        return detect(cc.cc, tuple(cc.flags), target.threads if target is not None else default_threads())
+
+    def build(self, fn, target) -> Kernel:
+        check_scratch(fn)
+        src = render_c(fn, self.hardware(target))
+        return Kernel(fn, src, Library(compile_c(src, target.compiler)), target)
+
+    def compile_while(self, op, target, schedule_fn):
+        from ..whileloop import build_while
+        return build_while(op, target, schedule_fn)
+
+    def prepare(self, fn, target, timeout: float) -> dict:
+        check_scratch(fn)
+        return {"so": str(compile_c(render_c(fn, self.hardware(target)), target.compiler, timeout=timeout))}
+
+    def runner(self, req: dict, cache: dict) -> Runner:
+        return LibraryRunner(Library(Path(req["so"])))
+
+
+__all__ = ["CPUBackend", "LibraryRunner"]
