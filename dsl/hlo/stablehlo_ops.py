@@ -28,6 +28,7 @@ import numpy as np
 
 from ..errors import HloParseError, UnsupportedOpError
 from .ast import ArrayShape, Computation, HloModule, Instruction, Shape, TupleShape
+from .handlers.chlo import HANDLERS as _CHLO_HANDLERS
 
 __all__ = ["SUPPORTED", "TERMINATORS", "DenseAttr", "Func", "MlirModule", "MlirOp", "Region",
            "hlo_opcode_table", "to_hlo_module"]
@@ -127,6 +128,17 @@ for _name in _DIRECT_OPS:
     _op(f"stablehlo.{_name}", hlo=_name.replace("_", "-"))(_direct)
 _op("chlo.erf", hlo="erf")(_direct)
 _op("chlo.tan", hlo="tan")(_direct)
+for _name in ("complex", "real", "imag"):      # complex parts (handlers/types.py)
+    _op(f"stablehlo.{_name}", hlo=_name)(_direct)
+
+
+def _chlo(cv, comp, op):
+    """A CHLO op that handlers/chlo.py decomposes as XLA's CHLO legalization does."""
+    return cv.emit(comp, op, op.name)
+
+
+for _name in _CHLO_HANDLERS:
+    _op(_name, hlo=f"{_name} (decomposed at lowering)")(_chlo)
 
 
 def hlo_opcode_table() -> dict[str, str]:
@@ -504,6 +516,8 @@ def _conditional(cv, comp, op):
                    operands=[index[0]] + [arg[0]] * len(branches), variadic=True)
 
 
+from . import stablehlo_types as _types  # noqa: E402  (quantized types, dynamic ops: registers them)
+
 SUPPORTED = frozenset(_HANDLERS) | TERMINATORS
 
 
@@ -648,7 +662,8 @@ class _Converter:
 
     def convert(self, comp: _Comp, op: MlirOp) -> None:
         self.current = op
-        values = _HANDLERS[op.name](self, comp, op)
+        values = _types.convert_quantized(self, comp, op) if _types.involves_quantized(self, comp, op) \
+            else _HANDLERS[op.name](self, comp, op)
         if len(values) != len(op.results):
             raise self.error(f"'{op.name}' gives {len(values)} value(s) but defines "
                              f"{len(op.results)}", op.tok)
