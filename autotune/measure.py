@@ -29,21 +29,13 @@ import numpy as np
 
 from ..dsl.errors import CompileError, ConfigError, DSLError, LoweringError, ScheduleError, TargetError
 from ..dsl.reference import evaluate
+from ..dsl.tolerance import scale_of, tolerance
 from ..runtime.backends import backend
 from ..runtime.cachedir import clean_stale_scratch, scratch_dir
 from ..schedules.steps import step_to_json
 from .task import Task
 
 log = logging.getLogger(__name__)
-
-#: (rtol, atol) for checking candidates against the reference, by dtype kind and size.
-TOLERANCES = {"float16": (2e-2, 2e-2), "bfloat16": (3e-2, 3e-2), "float32": (1e-4, 1e-4),
-              "float64": (1e-9, 1e-9)}
-
-
-def tolerance(dtype_name: str) -> tuple[float, float]:
-    return TOLERANCES.get(dtype_name, (0.0, 0.0))
-
 
 @dataclass
 class MeasureResult:
@@ -151,8 +143,9 @@ class Measurer:
         self.inputs = self._save("in", ins)
         self.expected = self._save("ref", outs)
         self.out_specs = [[list(t.shape), t.dtype.name] for t in task.graph.outputs]
-        d = task.graph.outputs[0].dtype.name
-        self.rtol, self.atol = tolerance(d)
+        # the one tolerance policy, per output (its dtype and magnitude), as `hlotune run --check`
+        tols = [tolerance(o.dtype, scale_of(o)) for o in outs]
+        self.rtol, self.atol = [r for r, _ in tols], [a for _, a in tols]
 
     def _save(self, prefix: str, arrays) -> list[str]:
         paths = []

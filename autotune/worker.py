@@ -29,21 +29,13 @@ def _load(path: str, cache: dict) -> np.ndarray:
 
 
 def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str | None:
-    """None when ``got`` matches ``want`` (NaNs and infinities must match too), else why not."""
+    """None when ``got`` matches ``want`` under the tolerance policy (dsl/tolerance.py), else why
+    not."""
+    from hlotune.dsl.tolerance import check
     if got.shape != want.shape:
         return f"shape {got.shape} != {want.shape}"
-    if want.dtype.kind in "iub":
-        bad = np.count_nonzero(got != want)
-        return None if bad == 0 else f"{bad} of {want.size} integer elements differ"
-    from hlotune.dsl.reference import abs_error, tolerance_limit
-    diff = abs_error(got, want)
-    bad = diff > tolerance_limit(want, rtol, atol)
-    if not bad.any():
-        return None
-    k = int(np.argmax(np.where(bad, diff, -1)))
-    return (f"{int(bad.sum())} of {want.size} elements differ beyond rtol={rtol:g} atol={atol:g}; "
-            f"max abs err {float(diff.max()):.3g} at flat index {k} "
-            f"(got {float(got.flat[k])!r}, want {float(want.flat[k])!r})")
+    c = check(got, want, rtol, atol)
+    return None if c.ok else c.describe()
 
 
 def _outputs(specs) -> list[np.ndarray]:
@@ -53,7 +45,7 @@ def _outputs(specs) -> list[np.ndarray]:
 
 def _check(outs, req, cache) -> dict | None:
     for k, (o, p) in enumerate(zip(outs, req["expected"])):
-        why = compare(o, _load(p, cache), req["rtol"], req["atol"])
+        why = compare(o, _load(p, cache), req["rtol"][k], req["atol"][k])
         if why:
             return {"ok": False, "failure": "wrong_answer", "message": f"output {k}: {why}"}
     return None

@@ -8,43 +8,31 @@ import re
 import ml_dtypes
 import numpy as np
 from hlotune.dsl.reference import evaluate
+from hlotune.dsl.tolerance import check, tolerance
 
 import hlotune
 from hlotune import dsl
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
-#: (rtol, atol) per dtype name. Integers and bool compare exactly.
-TOL = {
-    "float16": (1e-3, 1e-3),
-    "bfloat16": (1e-2, 1e-2),
-    "float32": (1e-5, 1e-5),
-    "float64": (1e-12, 1e-12),
-}
 #: float32 matmul / long reductions (K <= 256): summation order differs (FMA, vector lanes).
 MATMUL_F32 = (1e-4, 1e-4)
 
 
 def tol(dtype) -> tuple[float, float]:
-    name = dsl.dtype(dtype).name
-    return TOL.get(name, (0.0, 0.0))
+    """The tolerance policy's (rtol, atol) for outputs of ``dtype`` of magnitude <= 1."""
+    return tolerance(dsl.dtype(dtype).np)
 
 
 def assert_close(got, ref, rtol=None, atol=None, err_msg=""):
-    """Compare one kernel output with its reference: same dtype and shape; floats within the
-    dtype's tolerance (NaN equal to NaN), integers and bool exactly."""
+    """Compare one kernel output with its reference: same dtype and shape; values within the
+    one tolerance policy (hlotune.dsl.tolerance, as the tuner and ``run --check``; NaN equal to
+    NaN), integers and bool exactly. ``rtol``/``atol`` override the policy."""
     got, ref = np.asarray(got), np.asarray(ref)
     assert got.dtype == ref.dtype, f"{err_msg}: dtype {got.dtype} != reference {ref.dtype}"
     assert got.shape == ref.shape, f"{err_msg}: shape {got.shape} != reference {ref.shape}"
-    d = dsl.dtype(ref.dtype)
-    if d.is_float:
-        r, a = tol(d)
-        r = r if rtol is None else rtol
-        a = a if atol is None else atol
-        np.testing.assert_allclose(got.astype(np.float64), ref.astype(np.float64), rtol=r, atol=a,
-                                   equal_nan=True, err_msg=err_msg)
-    else:
-        np.testing.assert_array_equal(got, ref, err_msg=err_msg)
+    c = check(got, ref, rtol, atol)
+    assert c.ok, f"{err_msg}: {c.describe()}"
 
 
 def random_array(shape, dtype, rng: np.random.Generator):
