@@ -483,6 +483,21 @@ def _top_k(cv, comp, op):
                    variadic=True)
 
 
+@_op("stablehlo.rng_bit_generator", hlo="rng-bit-generator")
+def _rng_bit_generator(cv, comp, op):
+    alg = op.attrs.get("rng_algorithm", op.attrs.get("algorithm", "DEFAULT"))
+    return cv.emit(comp, op, "rng-bit-generator", {"algorithm": f"rng_{str(alg).lower()}"},
+                   variadic=True)
+
+
+@_op("stablehlo.rng", hlo="rng (the shape operand dropped)")
+def _rng(cv, comp, op):
+    a, b, _shape = cv.operands(comp, op, 3)
+    dist = op.attrs.get("rng_distribution", op.attrs.get("distribution", "UNIFORM"))
+    return cv.emit(comp, op, "rng", {"distribution": f"rng_{str(dist).lower()}"},
+                   operands=[a[0], b[0]])
+
+
 @_op("stablehlo.while", hlo="while")
 def _while(cv, comp, op):
     if len(op.regions) != 2:
