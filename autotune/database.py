@@ -247,6 +247,19 @@ class Database:
     def workloads(self) -> list[dict]:
         return [_workload_row(r) for r in self.conn.execute("SELECT * FROM workloads ORDER BY id")]
 
+    def name_workload(self, key: str, module: str) -> None:
+        """Record that module ``module`` has workload ``key`` (reports name kernels by module)."""
+        self._write("INSERT OR IGNORE INTO meta VALUES (?, ?)",
+                    (f"module:{key}:{module}", json.dumps([key, module])))
+
+    def workload_modules(self) -> dict[str, list[str]]:
+        """The modules recorded for each workload (``name_workload``), in the order recorded."""
+        out: dict[str, list[str]] = {}
+        for r in self.conn.execute("SELECT value FROM meta WHERE key LIKE 'module:%' ORDER BY rowid"):
+            key, module = json.loads(r["value"])
+            out.setdefault(key, []).append(module)
+        return out
+
     def target(self, key: str) -> dict | None:
         row = self.conn.execute("SELECT * FROM targets WHERE key=?", (key,)).fetchone()
         return None if row is None else _target_row(row)
@@ -301,14 +314,14 @@ class Database:
     def _insert(self, wid, gid, config, steps, times, median, failure, message, tuner, seed, run, started,
                 finished) -> tuple[int, bool]:
         """Insert a checked trial row unless its fingerprint is stored; (row id, inserted)."""
-        from hlotune import __version__
+        from ..runtime.targets import hlotune_version
         fp = fingerprint(config, times, failure, tuner, seed, run, started, finished)
         cur = self._write(
             "INSERT OR IGNORE INTO trials (workload_id, target_id, config, config_key, steps, times, median, "
             "failure, message, tuner, seed, run, started, finished, hlotune_version, fingerprint) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (wid, gid, json.dumps(config, sort_keys=True), config_key(config), json.dumps(steps), json.dumps(times),
-             median, failure, message[:4000], tuner, seed, run, started, finished, __version__, fp))
+             median, failure, message[:4000], tuner, seed, run, started, finished, hlotune_version(), fp))
         if cur.rowcount:
             return int(cur.lastrowid), True
         row = self.conn.execute("SELECT id FROM trials WHERE workload_id=? AND target_id=? AND fingerprint=?",

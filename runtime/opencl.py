@@ -31,7 +31,7 @@ from ..schedules.loops import LoweredFunc
 from .build import KernelBase
 from .cachedir import cache_dir, unsafe_dir, unsafe_file
 from .codegen.opencl import Program, render_for
-from .targets import Target, _version
+from .targets import Target, hlotune_version
 from .timing import TimingResult, measure
 
 log = logging.getLogger(__name__)
@@ -228,7 +228,7 @@ class OpenCLTarget(Target):
                 "compute_units": self.compute_units, "max_work_group_size": self.max_work_group_size,
                 "local_mem_size": self.local_mem_size, "global_mem_size": self.global_mem_size,
                 "build_options": list(self.build_options), "host": _platform.node(),
-                "index": f"{self.platform_index}:{self.device_index}", "hlotune_version": _version()}
+                "index": f"{self.platform_index}:{self.device_index}", "hlotune_version": hlotune_version()}
 
     @property
     def key(self) -> str:

@@ -29,7 +29,9 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def _version() -> str:
+def hlotune_version() -> str:
+    """The installed hlotune's version (pyproject.toml's, through the package metadata: the one
+    version source)."""
     from importlib.metadata import PackageNotFoundError, version
     try:
         return version("hlotune")
@@ -61,7 +63,7 @@ class Target:
         return {"kind": self.kind, "device": self.device, "compiler": self.compiler.cc,
                 "compiler_version": self.compiler.version, "flags": list(self.compiler.flags),
                 "cpu_model": cpu_model(), "host": platform.node(), "threads": self.threads,
-                "hlotune_version": _version()}
+                "hlotune_version": hlotune_version()}
 
     @property
     def hardware(self):

@@ -72,8 +72,8 @@ def test_the_interpreter_agrees_with_compiled_kernels(threads):
 
 def test_the_interpreter_places_an_out_of_bounds_index_in_lowering():
     from hlotune.dsl import dtypes as dt
-    from hlotune.schedules.loops import Buffer, For, LoweredFunc, Store
     from hlotune.dsl.expr import IterVar, as_expr
+    from hlotune.schedules.loops import Buffer, For, LoweredFunc, Store
     a = Buffer("a", dt.float32, (4,), "arg")
     i = IterVar("i", 5)
     fn = LoweredFunc("bad", (a,), 0, For(i, as_expr(5, dt.index), "serial", Store(a, (i.var,), as_expr(1.0, dt.float32))))
@@ -94,3 +94,17 @@ def test_no_backend_kind_is_compared_as_a_string_outside_the_registry():
                 if pat.search(line):
                     bad.append(f"{f.relative_to(ROOT)}:{n}: {line.strip()}")
     assert not bad, "\n".join(bad)
+
+
+def test_errors_module_and_one_version_source():
+    """``import hlotune.errors`` works as documented and holds every error class of the one
+    errors module; the version comes from the package metadata (pyproject.toml) everywhere."""
+    from importlib import import_module
+
+    from hlotune.runtime.targets import hlotune_version
+    one, errors = import_module("hlotune.dsl.errors"), import_module("hlotune.errors")
+    assert errors.HlotuneError is one.HlotuneError
+    defined = {n for n, v in vars(one).items() if isinstance(v, type) and issubclass(v, BaseException)
+               and v.__module__ == one.__name__}
+    assert defined == set(errors.__all__)
+    assert hlotune_version() == hlotune.get_target("cpu").provenance["hlotune_version"]

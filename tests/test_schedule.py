@@ -527,13 +527,13 @@ def test_configs_recorded_before_a_knob_existed_still_apply():
     A CPU dot config of the template the gemm template replaced is refused by name."""
     from hlotune.dsl.errors import ConfigError
     from hlotune.schedules.templates.families import TEMPLATES
-    from hlotune.schedules.templates.opencl import opencl_templates
+    from hlotune.schedules.templates.gpu import gpu_templates
     C = matmul(48, 40, 24)
     old = {"tile_x": 4, "tile_y": 8, "split_k": 1, "order": "kxy", "cache_write": 1, "unroll_x": 1, "parallel": 0}
     with pytest.raises(ConfigError, match="tile_x"):
         TEMPLATES["dot"].apply(hlotune.Schedule(C), hlotune.Schedule(C).stage(C), old)
     cl_old = {"local_x": 4, "local_y": 8, "tile_x": 2, "tile_y": 2, "split_k": 4, "cache_write": 1, "unroll": 0}
-    t = opencl_templates(256)["dot"]
+    t = gpu_templates(256)["dot"]
     assert t.complete(cl_old) == {**cl_old, "local_mem": 0, "layout": "block", "vector": 0}
     s = hlotune.Schedule(C)
     t.apply(s, s.stage(C), cl_old)

@@ -17,7 +17,7 @@ class OpenCLBackend(Backend):
     def hardware(self, target=None):
         """Work-groups and the device's limits (a generic device when ``target`` is None)."""
         from ...schedules.hardware import Hardware
-        from ...schedules.templates.opencl import MAX_LOCAL
+        from ...schedules.templates.gpu import MAX_LOCAL
         if target is None:
             return Hardware(work_groups=True, max_work_group_size=MAX_LOCAL)
         return Hardware(threads=target.threads, work_groups=True,

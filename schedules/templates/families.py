@@ -178,8 +178,8 @@ def templates_for(hw=None) -> dict:
     with work-groups (OpenCL, CUDA) share the work-group mappings (group.* = blockIdx.*)."""
     hw = as_hardware(hw or 1)
     if hw.work_groups:
-        from .opencl import MAX_LOCAL, opencl_templates
-        return opencl_templates(hw.max_work_group_size or MAX_LOCAL)
+        from .gpu import MAX_LOCAL, gpu_templates
+        return gpu_templates(hw.max_work_group_size or MAX_LOCAL)
     return TEMPLATES
 
 

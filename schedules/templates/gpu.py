@@ -1,4 +1,4 @@
-"""Schedule templates for OpenCL devices: NDRange mappings of each kernel family.
+"""Schedule templates for devices with work-groups (OpenCL and CUDA): NDRange mappings of each kernel family.
 
 Every template binds loops to ``group.*``/``local.*`` ids (see runtime/codegen/opencl.py) so the
 work-group shape is a knob; a work-group never exceeds ``max_work_group_size`` (the device's
@@ -319,11 +319,11 @@ class ConvCL(TiledCL):
 
 
 @cache
-def opencl_templates(max_work_group_size: int = MAX_LOCAL) -> dict:
+def gpu_templates(max_work_group_size: int = MAX_LOCAL) -> dict:
     """The OpenCL templates by family, for a device with this work-group limit."""
     return {t.family: t for t in (ElementwiseCL(max_work_group_size), ReductionCL(max_work_group_size),
                                   TiledCL(max_work_group_size), ConvCL(max_work_group_size),
                                   GenericCL(max_work_group_size))}
 
 
-__all__ = ["MAX_LOCAL", "opencl_templates"]
+__all__ = ["MAX_LOCAL", "gpu_templates"]

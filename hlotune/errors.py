@@ -1,0 +1,38 @@
+"""Every error hlotune raises on purpose, importable as ``hlotune.errors`` as the package docstring
+says; they are defined once, in ``hlotune.dsl.errors`` (the one errors module of every layer)."""
+
+from .dsl.errors import (
+    ClusterError,
+    CompileError,
+    ConfigError,
+    DataFileError,
+    DeviceError,
+    DSLError,
+    HloParseError,
+    HlotuneError,
+    KernelArgumentError,
+    LoweringError,
+    MissingDependencyError,
+    RunLockedError,
+    ScheduleError,
+    TargetError,
+    UnsupportedOpError,
+)
+
+__all__ = [
+    "ClusterError",
+    "CompileError",
+    "ConfigError",
+    "DSLError",
+    "DataFileError",
+    "DeviceError",
+    "HloParseError",
+    "HlotuneError",
+    "KernelArgumentError",
+    "LoweringError",
+    "MissingDependencyError",
+    "RunLockedError",
+    "ScheduleError",
+    "TargetError",
+    "UnsupportedOpError",
+]
