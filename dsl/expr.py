@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from . import dtypes as dt
@@ -163,11 +164,12 @@ def const(value, dtype=None) -> Expr:
         dtype = dt.bool_ if isinstance(value, bool) else dt.index if isinstance(value, int) else dt.float32
     dtype = dt.dtype(dtype)
     try:
-        value = bool(value) if dtype.is_bool else int(value) if dtype.is_int else float(value)
+        value = bool(value) if dtype.is_bool else int(value) if dtype.is_int else \
+            complex(value) if dtype.is_complex else float(value)
     except (OverflowError, ValueError, TypeError) as e:   # int(inf), int(nan), float(10**400)
         raise DSLError(f"constant {value!r} cannot be a {dtype}: {e}") from None
     if dtype.is_int:
-        info = np.iinfo(dtype.np)
+        info = ml_dtypes.iinfo(dtype.np)
         if not info.min <= value <= info.max:
             raise DSLError(f"constant {value} is out of range for {dtype} [{info.min}, {info.max}]")
     return Expr(Op.CONST, dtype, (), value)
@@ -202,9 +204,16 @@ def _fold(op: Op, dtype: DType, vals: list):
 
 def unary(op: Op, x) -> Expr:
     x = as_expr(x)
-    if op in GroupOp.FloatUnary and not x.dtype.is_float:
+    if x.dtype.is_complex and op not in GroupOp.Complex | {Op.REAL, Op.IMAG}:
+        raise DSLError(f"{op.name.lower()} is not defined on complex {x.dtype}")
+    if op in GroupOp.FloatUnary and not (x.dtype.is_float or x.dtype.is_complex):
         raise DSLError(f"{op.name.lower()} needs a float operand, got {x.dtype}; cast it first")
-    out_dt = dt.bool_ if op is Op.ISFINITE else x.dtype
+    if op in (Op.REAL, Op.IMAG) and not (x.dtype.is_float or x.dtype.is_complex):
+        raise DSLError(f"{op.name.lower()} needs a float or complex operand, got {x.dtype}")
+    out_dt = dt.bool_ if op is Op.ISFINITE else \
+        x.dtype.component if op in (Op.ABS, Op.REAL, Op.IMAG) else x.dtype
+    if op is Op.REAL and not x.dtype.is_complex:
+        return x
     if op is Op.NEG and x.dtype.is_bool:
         raise DSLError("negating a bool is not defined (numpy rejects it too); use logical_not")
     if op is Op.NEG and x.op is Op.NEG:
@@ -218,6 +227,8 @@ def _simplify(op: Op, a: Expr, b: Expr) -> Expr | None:
     """Identities for index arithmetic: x+0, x*1, x*0 (ints), 0+x, 1*x, x-0, x//1."""
     def is_c(e, v):
         return e.op is Op.CONST and e.arg == v
+    if a.dtype.is_complex:  # (inf + 0i) * 1 is NaN in XLA's complex multiply: nothing is an identity
+        return None
     if op is Op.ADD and a.dtype.is_int:  # not for floats: -0.0 + 0.0 is +0.0
         if is_c(b, 0): return a
         if is_c(a, 0): return b
@@ -248,6 +259,14 @@ def binary(op: Op, a, b) -> Expr:
         a = cast(a, t)
     if b.dtype is not t:
         b = cast(b, t)
+    if op is Op.COMPLEX:
+        if t not in (dt.float32, dt.float64):
+            raise DSLError(f"complex needs float32 or float64 parts, got {t}")
+        if a.op is Op.CONST and b.op is Op.CONST:
+            return const(complex(a.arg, b.arg), dt.complex64 if t is dt.float32 else dt.complex128)
+        return Expr(op, dt.complex64 if t is dt.float32 else dt.complex128, (a, b))
+    if t.is_complex and op not in GroupOp.Complex:
+        raise DSLError(f"{op.name.lower()} is not defined on complex {t}")
     if op in GroupOp.Bitwise and t.is_float:
         raise DSLError(f"{op.name.lower()} needs integer or bool operands, got {t}")
     if op in (Op.FLOORDIV, Op.FLOORMOD, Op.REM, Op.SUB, Op.DIV, Op.POW) and t.is_bool:
@@ -419,7 +438,8 @@ def structural_key(roots, opcode=None) -> tuple:
                    ek(e.arg.where) if e.arg.where is not None else None)
         elif e.op is Op.CONST:
             v = e.arg
-            arg = ("nan",) if isinstance(v, float) and math.isnan(v) else v
+            arg = ("nan",) if isinstance(v, float) and math.isnan(v) else \
+                ("c", repr(v)) if isinstance(v, complex) else v
         else:
             arg = e.arg
         k = (opcode(e.op), e.dtype.name, arg, tuple(ek(s) for s in e.src))

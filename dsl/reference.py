@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import ml_dtypes
 import numpy as np
 
 from . import dtypes as dt
@@ -77,6 +78,14 @@ def _int_rem(a, b, d: DType):
 
 def _shift(op: Op, a, b, d: DType):
     bits = d.bits
+    if d.is_sub_byte:   # on the low ``bits`` bits, as int64
+        u, amt = a.astype(np.int64) & ((1 << bits) - 1), b.astype(np.int64)
+        big = (amt < 0) | (amt >= bits)
+        s = np.where(big, 0, amt)
+        if op is Op.SHRA:
+            v = _wrap(a, d)
+            return np.where(big, np.where(v < 0, -1, 0), v >> s)
+        return np.where(big, 0, u << s if op is Op.SHL else u >> s)
     ua = a.view(np.dtype(f"uint{bits}")) if d.kind == "i" else a
     amt = b.astype(np.int64)
     big = (amt < 0) | (amt >= bits)
@@ -108,24 +117,83 @@ def _int_pow(a, b):
     return np.where(neg, negres, out).astype(a.dtype)
 
 
+def _widen(x: np.ndarray) -> np.ndarray:
+    """``x`` in a numpy type holding its values exactly: floats under 32 bits as float32,
+    sub-byte integers as int8/uint8 (ml_dtypes' own arithmetic does not wrap at their width)."""
+    d = dt.dtype(x.dtype)
+    if d.is_narrow_float:
+        return x.astype(np.float32)
+    if d.is_sub_byte:
+        return x.astype(np.int8 if d.kind == "i" else np.uint8)
+    return x
+
+
+def _wrap(x: np.ndarray, d: DType) -> np.ndarray:
+    """Integers reduced modulo ``2**d.bits`` into ``d``'s range (two's complement)."""
+    u = np.asarray(x).astype(np.int64) & ((1 << d.bits) - 1)
+    if d.kind == "i":
+        u = u - ((u >> (d.bits - 1)) << d.bits)
+    return u
+
+
+def _to_dtype(r, d: DType) -> np.ndarray:
+    """A result computed in a wide type, as ``d`` (sub-byte integers wrap at their width)."""
+    r = np.asarray(r)
+    if d.is_sub_byte:
+        return _wrap(r, d).astype(d.np)
+    if d.np.name in ("float64", "float32") or not d.is_float or d.bits >= 16 or r.dtype.kind != "i":
+        return r.astype(d.np)
+    return r.astype(np.float64).astype(d.np)    # ints -> float8: through float64 (one rounding)
+
+
 def _cast(x, d: DType):
+    """XLA's convert: float -> int truncates, saturates, NaN -> 0; int -> int wraps; a complex
+    converts to a real type through its real part; every float conversion rounds once."""
     src = dt.dtype(x.dtype)
+    if src.is_complex:
+        if d.is_complex:
+            return x.astype(d.np)
+        x, src = x.real, src.component
+    x = _widen(x)
+    if d.is_complex:
+        return x.astype(np.float64 if d is dt.complex128 else np.float32).astype(d.np)
     if d.is_bool:
         return x != 0
     if d.is_int and src.is_float:
-        info = np.iinfo(d.np)
+        info = ml_dtypes.iinfo(d.np)
         f = np.nan_to_num(np.trunc(x.astype(np.float64)), nan=0.0, posinf=info.max, neginf=info.min)
         f = np.clip(f, info.min, info.max)
-        # float64 cannot hold int64's max exactly: saturate explicitly
+        if d.is_sub_byte:
+            return f.astype(np.int64).astype(d.np)
         out = f.astype(d.np)
         if d.bits == 64:  # float64 cannot hold the 64-bit maxima exactly: saturate explicitly
             top = 2.0**63 if d.kind == "i" else 2.0**64
             out = np.where(f >= top, info.max, out).astype(d.np)
         return out
-    return x.astype(d.np)
+    if d.is_sub_byte:
+        return _wrap(x, d).astype(d.np)
+    return _to_dtype(x, d)
+
+
+def _bitcast(x: np.ndarray, d: DType) -> np.ndarray:
+    """The bits of ``x`` as ``d`` (same width; a type under 8 bits is the low bits of a byte)."""
+    src = dt.dtype(x.dtype)
+    x = np.require(x, requirements="C")
+    if src.bits >= 8 and d.bits >= 8:
+        return x.view(d.np).reshape(x.shape)
+    code = x.view(np.uint8).reshape(x.shape) & np.uint8((1 << src.bits) - 1)
+    if d.is_int:
+        return _wrap(code, d).astype(d.np)
+    return code.view(d.np)
 
 
 def _clz(a, d: DType):
+    if d.is_sub_byte:
+        u = a.astype(np.int64) & ((1 << d.bits) - 1)
+        n = np.full(u.shape, d.bits, np.int64)
+        for bit in range(d.bits):
+            n = np.where((u >> bit) & 1 == 1, d.bits - 1 - bit, n)
+        return n
     u = a.view(np.dtype(f"uint{d.bits}")) if d.kind == "i" else a
     n = np.zeros(u.shape, np.int64)
     found = np.zeros(u.shape, bool)
@@ -139,22 +207,54 @@ def _clz(a, d: DType):
 def eval_op(op: Op, dtype: DType, args: Sequence[np.ndarray]):
     """Apply one elementwise op to numpy arrays; ``dtype`` is the result dtype.
 
-    16-bit floats compute in float32 and round once to the result type (as XLA:CPU does).
+    Floats under 32 bits compute in float32 and round once to the result type (as XLA:CPU
+    does); sub-byte integers compute in 8 bits and wrap at their width; complex operands go
+    through the op's formula (dsl/complexmath.py).
     """
     with np.errstate(all="ignore"):
         args = [np.asarray(a) for a in args]
         if op is Op.CAST:
             return _cast(args[0], dtype)
         if op is Op.BITCAST:
-            return np.ascontiguousarray(args[0]).view(dtype.np)
+            return _bitcast(args[0], dtype)
+        if op in (Op.COMPLEX, Op.REAL, Op.IMAG):
+            return _parts(op, dtype, args)
         if op is Op.SELECT:
-            return np.where(args[0], args[1], args[2]).astype(dtype.np)
+            return _to_dtype(np.where(args[0], _widen(args[1]), _widen(args[2])), dtype)
         operand_dt = dt.dtype(args[-1].dtype)
-        lowp = operand_dt.is_float and operand_dt.bits == 16
-        if lowp:
-            args = [a.astype(np.float32) if a.dtype == operand_dt.np else a for a in args]
-        r = _eval_math(op, operand_dt, args)
-        return np.asarray(r).astype(dtype.np)
+        if operand_dt.is_complex:
+            return _complex(op, dtype, operand_dt, args)
+        args = [_widen(a) for a in args]
+        r = _eval_math(op, operand_dt if operand_dt.is_sub_byte else dt.dtype(args[-1].dtype), args)
+        return _to_dtype(r, dtype)
+
+
+def _parts(op: Op, dtype: DType, args):
+    """complex(re, im), real(z), imag(z) (of a real value: itself and zeros)."""
+    if op is Op.COMPLEX:
+        re, im = np.broadcast_arrays(*args)
+        out = np.empty(re.shape, dtype.np)
+        out.real, out.imag = re, im
+        return out
+    x = args[0]
+    if not np.iscomplexobj(x):
+        return x.astype(dtype.np) if op is Op.REAL else np.zeros(x.shape, dtype.np)
+    return (x.real if op is Op.REAL else x.imag).astype(dtype.np)
+
+
+def _complex(op: Op, dtype: DType, operand: DType, args):
+    """An op on complex operands through its formula, evaluated on the parts."""
+    from .complexmath import formula
+    f = formula(op, operand)
+    parts = [p for a in args for p in (a.real, a.imag)]
+    env = dict(zip(f.params, np.broadcast_arrays(*parts)))
+    ctx = _Ctx({}, env)
+    for var, e in f.steps:
+        env[var] = _eval(e, ctx)
+    res = [_eval(r, ctx) for r in f.results]
+    if dtype.is_complex:
+        return _parts(Op.COMPLEX, dtype, [r.astype(dtype.component.np) for r in res])
+    return np.asarray(res[0]).astype(dtype.np)
 
 
 def _eval_math(op: Op, d: DType, args):
@@ -169,6 +269,8 @@ def _eval_math(op: Op, d: DType, args):
     if op is Op.NOT:
         return np.logical_not(args[0]) if d.is_bool else np.invert(args[0])
     if op is Op.POPCNT:
+        if d.is_sub_byte:
+            return np.bitwise_count(args[0].astype(np.int64) & ((1 << d.bits) - 1))
         u = args[0].view(np.dtype(f"uint{d.bits}")) if d.kind == "i" else args[0]
         return np.bitwise_count(u)
     if op is Op.CLZ:
@@ -245,8 +347,11 @@ def _reduce(op: ComputeOp, ctx: _Ctx, nred: int, out_shape):
         vals = [np.where(mask, v, i) for v, i in zip(vals, idc)]
     axes = tuple(range(len(out_shape), len(full)))
     d = op.body[0].dtype
-    if red.ufunc is not None and len(vals) == 1 and not (d.is_float and d.bits == 16):
+    if red.ufunc is not None and len(vals) == 1 and not d.is_narrow_float:
         with np.errstate(all="ignore"):
+            if d.is_sub_byte:   # wrapping sums and products are exact modulo 2**bits
+                wide = getattr(np, red.ufunc).reduce(vals[0].astype(np.int64), axis=axes)
+                return (_to_dtype(wide, d),)
             out = getattr(np, red.ufunc).reduce(vals[0], axis=axes, dtype=d.np)
         return (np.asarray(out, d.np),)
     flat = [v.reshape(out_shape + (-1,)) for v in vals]
@@ -328,16 +433,25 @@ def evaluate(outputs, inputs, input_tensors: Sequence[Tensor] | None = None) -> 
 
 def abs_error(got, want) -> np.ndarray:
     """``|got - want|`` in float64, where matching NaNs and equal infinities count as 0 and a
-    NaN or infinity facing anything else counts as ``inf``: the error every answer check uses."""
-    a = np.asarray(got).astype(np.float64)
-    b = np.asarray(want).astype(np.float64)
-    same = (np.isnan(a) & np.isnan(b)) | (a == b)
+    NaN or infinity facing anything else counts as ``inf``: the error every answer check uses.
+    Complex values: the modulus of the difference (NaN in either part counts as NaN)."""
+    a, b = _as_wide(got), _as_wide(want)
+    same = (_nan(a) & _nan(b)) | (a == b)
     with np.errstate(invalid="ignore"):
         diff = np.where(same, 0.0, np.abs(a - b))
     return np.where(np.isnan(diff), np.inf, diff)
 
 
+def _as_wide(x) -> np.ndarray:
+    x = np.asarray(x)
+    return x.astype(np.complex128) if np.iscomplexobj(x) else x.astype(np.float64)
+
+
+def _nan(x: np.ndarray) -> np.ndarray:
+    return np.isnan(x.real) | np.isnan(x.imag) if np.iscomplexobj(x) else np.isnan(x)
+
+
 def tolerance_limit(want, rtol: float, atol: float) -> np.ndarray:
     """``atol + rtol * |want|`` per element (non-finite reference values add no relative slack)."""
-    b = np.asarray(want).astype(np.float64)
+    b = _as_wide(want)
     return atol + rtol * np.abs(np.where(np.isfinite(b), b, 0.0))
