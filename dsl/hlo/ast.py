@@ -49,6 +49,8 @@ ELEMENT_TYPES: Mapping[str, np.dtype | None] = MappingProxyType({
     "f8e4m3fnuz": np.dtype(ml_dtypes.float8_e4m3fnuz),
     "f8e3m4": np.dtype(ml_dtypes.float8_e3m4),
     "f8e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
+    "f6e2m3fn": np.dtype(ml_dtypes.float6_e2m3fn),
+    "f6e3m2fn": np.dtype(ml_dtypes.float6_e3m2fn),
     "f4e2m1fn": np.dtype(ml_dtypes.float4_e2m1fn),
     "token": None,
     "opaque": None,

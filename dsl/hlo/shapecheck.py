@@ -11,7 +11,7 @@ from .ast import ELEMENT_TYPES, ArrayShape, Instruction, Shape, TupleShape
 __all__ = ["Invalid", "array", "bits", "check", "dim_list", "expect", "ints", "is_float", "is_int",
            "leaves", "n_operands", "one_int", "plain", "scalar"]
 
-_SUB_BYTE = {"s2": 2, "u2": 2, "s4": 4, "u4": 4, "f4e2m1fn": 4}
+_SUB_BYTE = {"s2": 2, "u2": 2, "s4": 4, "u4": 4, "f4e2m1fn": 4, "f6e2m3fn": 6, "f6e3m2fn": 6}
 
 
 class Invalid(Exception):

@@ -13,8 +13,9 @@ dicts, ``loc(...)`` locations, ``#alias = ...`` definitions and ``//`` comments.
 The result is the HLO AST of :mod:`.ast` (see :mod:`.stablehlo_ops` for the op mapping), so
 ``lower_module`` runs it unchanged. Syntax errors raise :class:`HloParseError` with a 1-based
 line/column and a caret context; an op hlotune cannot lower raises :class:`UnsupportedOpError`
-naming it. Nothing else escapes :func:`parse_stablehlo`. Dynamic shapes (``?``), quantized
-types, multi-block regions and ``dense_resource`` literals are not supported.
+naming it. Nothing else escapes :func:`parse_stablehlo`. Quantized types (``!quant.uniform``)
+and dynamic ops with constant sizes are converted by :mod:`.stablehlo_types`; dynamic shapes
+(``?``), multi-block regions and ``dense_resource`` literals are not supported.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import numpy as np
 from ..errors import HloParseError, UnsupportedOpError
 from .ast import ELEMENT_TYPES, TOKEN, ArrayShape, HloModule, Shape, TupleShape
 from .stablehlo_ops import SUPPORTED, DenseAttr, Func, MlirModule, MlirOp, Region, to_hlo_module
+from .stablehlo_types import QuantShape, parse_quant
 from .textparse import TextParser, Tok, run_parser
 from .textparse import unescape as _unescape
 from .verify import verify_module
@@ -62,6 +64,7 @@ _KEYWORDS = {
     "stablehlo.reverse": {"dims": "dimensions"},
     "stablehlo.concatenate": {"dim": "dimension"},
     "stablehlo.iota": {"dim": "iota_dimension"},
+    "stablehlo.dynamic_iota": {"dim": "iota_dimension"},
     "stablehlo.get_dimension_size": {"dim": "dimension"},
     "stablehlo.dynamic_slice": {"sizes": "slice_sizes"},
     "stablehlo.pad": {"low": "edge_padding_low", "high": "edge_padding_high",
@@ -82,6 +85,8 @@ def element_type(name: str) -> str | None:
     """The HLO element type of an MLIR element type (``i1`` -> pred, ``ui8`` -> u8, ...)."""
     if name == "i1":
         return "pred"
+    if name == "index":     # only in attributes (layouts of custom calls): a 64-bit integer
+        return "s64"
     m = re.fullmatch(r"(i|si|ui)([0-9]+)", name)
     et = (("u" if m[1] == "ui" else "s") + m[2]) if m else name.lower()
     return et if et in ELEMENT_TYPES and et not in ("pred", "token", "opaque") else None
@@ -165,6 +170,13 @@ class _Parser(TextParser):
                 raise self.error(f"missing '}}' to close the module opened at line {open_tok.line}")
             if tok.kind in ("hash", "bang") and self.at("=", 1):
                 self.skip_aliases()
+                continue
+            if self.accept("sdy.mesh"):   # a Shardy mesh: one device's meshes mean nothing here
+                self.take("sym", "a mesh name (@name)")
+                self.expect("=", " after the mesh name")
+                self.attr_value(False)
+                if self.at("{"):
+                    self.attr_dict()
                 continue
             if not self.at("func.func"):
                 raise self.error(f"expected 'func.func', found {self.desc(tok)}")
@@ -518,6 +530,13 @@ class _Parser(TextParser):
         self.expect("]", " after the tuple index")
         self.tail(op)
 
+    def sharding_form(self, op: MlirOp) -> None:
+        """``%x <@mesh, [{"x"}, {}]> : type`` (Shardy's sharding constraint)."""
+        op.operands = [self.use()]
+        if self.at("<"):
+            op.attrs["sharding"] = self.skip_balanced()
+        self.tail(op)
+
     def top_k_form(self, op: MlirOp) -> None:
         """``(%x, k = 3) : type -> (type, type)``"""
         self.expect("(", " to open the operands")
@@ -577,17 +596,31 @@ class _Parser(TextParser):
         if spec.endswith("complex"):
             head, et = spec[:-len("complex")], "complex"
             dims = head[:-1].split("x") if head.endswith("x") else [head] if head else []
-        else:
-            *dims, et = spec.split("x")
+        else:   # dims are the leading 'Nx' fields: the element type may hold an 'x' ('index')
+            m = re.fullmatch(r"((?:[0-9?*]+x)*)(.*)", spec)
+            dims, et = m[1].split("x")[:-1], m[2]
         if "?" in spec or "*" in spec:
             raise self.error("dynamic dimensions ('?') are not supported; use static shapes", start)
         if not all(re.fullmatch("[0-9]{1,18}", d) for d in dims):
             raise self.error(f"malformed tensor dimensions {spec!r}", start)
+        if not et and self.peek().text == "!quant.uniform" and self.at("<", 1):
+            return self.quant_tensor(tuple(int(d) for d in dims))
         etype = self.element_name(et or self.peek().text, start)
         if self.accept(","):  # an encoding (bounds of a bounded-dynamic shape, ...)
             self.attr_value(False)
         self.expect(">", " to close the tensor type")
         return ArrayShape(etype, tuple(int(d) for d in dims), None)
+
+    def quant_tensor(self, dims: tuple[int, ...]) -> ArrayShape:
+        """``!quant.uniform<i8:f32[:axis], scale:zero_point | {...}>`` (after the dims) ``>``:
+        the storage integers, with their quantization (stablehlo_types.QuantShape)."""
+        tok = self.next()
+        q = parse_quant(self.skip_balanced(), element_type)
+        if q is None:
+            raise self.error("malformed !quant.uniform type (expected <storage:expressed[:axis], "
+                             "scale:zero_point> with integer storage)", tok)
+        self.expect(">", " to close the tensor type")
+        return QuantShape(q.storage, dims, None, q)
 
     def element(self) -> str:
         tok = self.take("word", "an element type")
@@ -770,10 +803,14 @@ class _Parser(TextParser):
     def set_element(self, arr: np.ndarray, k: int, leaf, dt: np.dtype) -> None:
         if dt.kind == "c":
             parts = leaf if isinstance(leaf, _Complex) else (leaf,)
-            if len(parts) != 2 or not all(_FLOAT_RE.match(t.text) or _INT_RE.match(t.text)
-                                          for t in parts):
+            if len(parts) != 2 or not all(_FLOAT_RE.match(t.text) or _INT_RE.match(t.text) or
+                                          _HEX_RE.match(t.text) or t.text.lower().lstrip("-+") in
+                                          ("inf", "nan") for t in parts):
                 raise self.error("a complex element is (re, im)", parts[0])
-            arr[k] = complex(float(parts[0].text), float(parts[1].text))
+            comp = np.zeros(2, np.float32 if dt.itemsize == 8 else np.float64)
+            for j, t in enumerate(parts):   # a hex part is the bit pattern of a float part
+                self.set_element(comp, j, t, comp.dtype)
+            arr[k] = complex(comp[0], comp[1])
             return
         if isinstance(leaf, _Complex):
             raise self.error("a complex value for a real element type", leaf.re)
@@ -850,6 +887,7 @@ _PRETTY = {
     "stablehlo.composite": _Parser.composite_form,
     "stablehlo.get_tuple_element": _Parser.gte_form,
     "chlo.top_k": _Parser.top_k_form,
+    "sdy.sharding_constraint": _Parser.sharding_form,
 }
 
 

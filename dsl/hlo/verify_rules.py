@@ -97,7 +97,7 @@ def bitcast_convert(v, ins, ops):
     """Same dims for equal widths; a narrower type adds a last dimension of the ratio."""
     n_operands(ops, 1)
     x, out = array(ops[0], "the operand"), array(ins.shape, "the result")
-    bi, bo = bits(x.element_type), bits(out.element_type)
+    bi, bo = (1 if t == "pred" else bits(t) for t in (x.element_type, out.element_type))  # XLA's BitWidth
     if bi == bo:
         dims = x.dims
     elif bo < bi:
@@ -590,3 +590,27 @@ RULES.update({
     "partition-id": device_id, "while": while_, "conditional": conditional, "sort": sort,
     "custom-call": custom_call, "parameter": parameter,
 })
+
+
+# ----------------------------------------------------------------------------- complex parts
+
+def complex_(v, ins, ops):
+    """``complex(real, imag)``: two f32 (f64) operands of one shape give c64 (c128)."""
+    n_operands(ops, 2)
+    a, b = array(ops[0], "the real part"), array(ops[1], "the imaginary part")
+    _same(a, b, "the parts")
+    part = {v_: k for k, v_ in _COMPLEX_PART.items()}
+    check(a.element_type in part, f"the parts must be f32 or f64, got {plain(a)}")
+    expect(ins, ArrayShape(part[a.element_type], a.dims))
+
+
+def complex_part(v, ins, ops):
+    """``real``/``imag``: a complex's part type (of a real operand: its own type)."""
+    n_operands(ops, 1)
+    x = array(ops[0], "the operand")
+    check(is_float(x.element_type) or x.element_type in _COMPLEX_PART,
+          f"needs a float or complex operand, got {plain(x)}")
+    expect(ins, ArrayShape(_COMPLEX_PART.get(x.element_type, x.element_type), x.dims))
+
+
+RULES.update({"complex": complex_, "real": complex_part, "imag": complex_part})

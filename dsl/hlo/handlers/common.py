@@ -14,15 +14,13 @@ from ...expr import Expr, as_expr, binary, cast, const, substitute
 from ...ops import Op
 from ...reference import eval_op
 from ...tensor import ComputeOp, PlaceholderOp, Tensor, compute
+from ..ast import ELEMENT_TYPES
 
 SEMANTICS = "https://openxla.org/xla/operation_semantics"
 
-#: HLO element type -> DSL dtype.
-ELEMENT_DTYPES: dict[str, DType] = {
-    "pred": dt.bool_, "s8": dt.int8, "s16": dt.int16, "s32": dt.int32, "s64": dt.int64,
-    "u8": dt.uint8, "u16": dt.uint16, "u32": dt.uint32, "u64": dt.uint64,
-    "f16": dt.float16, "bf16": dt.bfloat16, "f32": dt.float32, "f64": dt.float64,
-}
+#: HLO element type -> DSL dtype (every type with a numpy dtype: all but token and opaque).
+ELEMENT_DTYPES: dict[str, DType] = {name: dt.dtype(npd) for name, npd in ELEMENT_TYPES.items()
+                                    if npd is not None}
 
 
 def unsupported(ctx, instr, detail: str = "") -> UnsupportedOpError:

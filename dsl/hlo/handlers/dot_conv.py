@@ -79,13 +79,15 @@ def _labels(ctx, instr):
 
 def lower_convolution(ctx, instr, operands):
     """``convolution`` (dim_labels, window size/stride/padding/lhs_dilate/rhs_dilate/reversal,
-    feature_group_count); padded taps multiply zero by the weight, as on XLA:CPU (skipped
+    feature_group_count, batch_group_count); padded taps multiply zero by the weight, as on XLA:CPU (skipped
     under lhs_dilate): https://openxla.org/xla/operation_semantics#conv_convolution"""
     lhs, rhs = operands
     lb, lf, ri, ro, ob, of, sp = _labels(ctx, instr)
-    if int(instr.attr("batch_group_count", 1)) != 1:
-        raise unsupported(ctx, instr, "batch_group_count != 1")
     groups = int(instr.attr("feature_group_count", 1))
+    bgroups = int(instr.attr("batch_group_count", 1))   # lhs batch split in groups, each with
+    if bgroups > 1 and (groups > 1 or lhs.shape[lb] % bgroups or rhs.shape[ro] % bgroups):  # its outputs
+        raise unsupported(ctx, instr, f"batch_group_count {bgroups} with feature_group_count {groups}, "
+                                      f"lhs batch {lhs.shape[lb]} and {rhs.shape[ro]} output features")
     win = instr.attr("window") or {}
     n = len(sp)
 
@@ -113,6 +115,8 @@ def lower_convolution(ctx, instr, operands):
     def f(*i):
         li, rix = [None] * len(lhs.shape), [None] * len(rhs.shape)
         li[lb] = i[ob]
+        if bgroups > 1:         # output feature o belongs to batch group o // (O / bgroups)
+            li[lb] = i[of] // (rhs.shape[ro] // bgroups) * (lhs.shape[lb] // bgroups) + i[ob]
         g = i[of] // o_per_g if groups > 1 else None
         li[lf] = g * cin_g + kc if groups > 1 else kc
         rix[ri], rix[ro] = kc, i[of]

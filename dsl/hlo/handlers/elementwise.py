@@ -49,6 +49,9 @@ _UNARY_FNS = {
 _FLOAT_ONLY = {"exponential", "exponential-minus-one", "log", "log-plus-one", "sqrt", "rsqrt",
                "cbrt", "tanh", "erf", "sine", "cosine", "tan", "floor", "ceil",
                "round-nearest-even", "round-nearest-afz", "is-finite", "logistic"}
+#: the ops XLA also defines on complex operands (dsl/complexmath.py)
+_COMPLEX_OK = {"negate", "abs", "sign", "exponential", "exponential-minus-one", "log", "log-plus-one",
+               "sqrt", "rsqrt", "cbrt", "tanh", "sine", "cosine", "tan", "logistic"}
 
 _BINARY_OPS = {
     "add": Op.ADD, "subtract": Op.SUB, "multiply": Op.MUL, "divide": Op.DIV, "remainder": Op.REM,
@@ -64,7 +67,9 @@ def _make_unary(opcode: str):
 
     def handler(ctx, instr, operands):
         (x,) = operands
-        if opcode in _FLOAT_ONLY and not x.dtype.is_float:
+        if x.dtype.is_complex and opcode not in _COMPLEX_OK:
+            raise unsupported(ctx, instr, f"{opcode} of complex {x.dtype}")
+        if opcode in _FLOAT_ONLY and not (x.dtype.is_float or x.dtype.is_complex):
             raise unsupported(ctx, instr, f"{opcode} needs a floating-point operand, got {x.dtype}")
         return ew(instr, dims_of(instr), lambda *i: fn(load(x, i)), dtype_of(ctx, instr))
     handler.__name__ = f"lower_{opcode.replace('-', '_')}"
@@ -77,8 +82,10 @@ def _make_binary(opcode: str):
 
     def handler(ctx, instr, operands):
         a, b = operands
-        if op in (Op.AND, Op.OR, Op.XOR, Op.SHL, Op.SHRA, Op.SHRL) and a.dtype.is_float:
+        if op in (Op.AND, Op.OR, Op.XOR, Op.SHL, Op.SHRA, Op.SHRL) and (a.dtype.is_float or a.dtype.is_complex):
             raise unsupported(ctx, instr, f"{opcode} needs integer or pred operands")
+        if a.dtype.is_complex and op not in GroupOp.Complex:
+            raise unsupported(ctx, instr, f"{opcode} of complex {a.dtype}")
         return ew(instr, dims_of(instr), lambda *i: binary(op, load(a, i), load(b, i)),
                   dtype_of(ctx, instr))
     handler.__name__ = f"lower_{opcode.replace('-', '_')}"
@@ -116,6 +123,8 @@ def lower_compare(ctx, instr, operands):
     direction = instr.attr("direction")
     if direction not in _COMPARE:
         raise unsupported(ctx, instr, f"comparison direction {direction!r}")
+    if a.dtype.is_complex and direction not in ("EQ", "NE"):
+        raise unsupported(ctx, instr, f"comparison {direction} of complex {a.dtype} (only EQ and NE)")
     ctype = instr.attr("type")
     return ew(instr, dims_of(instr), lambda *i: compare_exprs(direction, ctype, load(a, i), load(b, i)),
               dtype_of(ctx, instr))
@@ -168,16 +177,6 @@ def _excess_precision(x, out, idx):
     return None
 
 
-def lower_bitcast_convert(ctx, instr, operands):
-    """``bitcast-convert`` between types of one width:
-    https://openxla.org/xla/operation_semantics#bitcastconverttype"""
-    (x,) = operands
-    out = dtype_of(ctx, instr)
-    if out.bits != x.dtype.bits or x.dtype.is_bool or out.is_bool:
-        raise unsupported(ctx, instr, f"bitcast-convert from {x.dtype} to {out} changes the bit width")
-    return ew(instr, dims_of(instr), lambda *i: bitcast(load(x, i), out))
-
-
 def lower_map(ctx, instr, operands):
     """``map`` of a scalar computation over all dimensions:
     https://openxla.org/xla/operation_semantics#map"""
@@ -190,44 +189,11 @@ def lower_map(ctx, instr, operands):
               dtype_of(ctx, instr))
 
 
-def lower_reduce_precision(ctx, instr, operands):
-    """``reduce-precision`` of f32 to ``exponent_bits``/``mantissa_bits`` (round to nearest even):
-    https://openxla.org/xla/operation_semantics#reduceprecision"""
-    (x,) = operands
-    ebits, mbits = int(instr.attr("exponent_bits", 8)), int(instr.attr("mantissa_bits", 23))
-    if x.dtype is not dt.float32:
-        raise unsupported(ctx, instr, f"reduce-precision of {x.dtype} (only f32 is supported)")
-
-    def f(*i):
-        v = load(x, i)
-        u = bitcast(v, dt.uint32)
-
-        def c(n):
-            return const(n, dt.uint32)
-        if mbits < 23:
-            last = 1 << (23 - mbits)
-            lastbit = binary(Op.SHRL, binary(Op.AND, u, c(last)), c(23 - mbits))
-            u = binary(Op.ADD, u, binary(Op.ADD, lastbit, c((last >> 1) - 1)))
-            u = binary(Op.AND, u, c(~(last - 1) & 0xFFFFFFFF))
-        if ebits < 8:
-            exp_mask, rbias = 0xFF << 23, (1 << (ebits - 1)) - 1
-            e = binary(Op.AND, u, c(exp_mask))
-            sign = binary(Op.AND, u, c(1 << 31))
-            u = select(binary(Op.GT, e, c((127 + rbias) << 23)), binary(Op.OR, sign, c(exp_mask)),
-                       select(binary(Op.LE, e, c((127 - rbias) << 23)), sign, u))
-        r = bitcast(u, dt.float32)
-        if mbits > 0:  # NaN stays NaN (XLA)
-            r = select(binary(Op.NE, v, v), v, r)
-        return r
-    return ew(instr, dims_of(instr), f)
-
-
 HANDLERS = {op: _make_unary(op) for op in _UNARY_FNS}
 HANDLERS.update({op: _make_binary(op) for op in _BINARY_OPS})
 HANDLERS.update({
     "compare": lower_compare, "select": lower_select, "clamp": lower_clamp,
-    "convert": lower_convert, "bitcast-convert": lower_bitcast_convert, "map": lower_map,
-    "reduce-precision": lower_reduce_precision,
+    "convert": lower_convert, "map": lower_map,
 })
 
 __all__ = ["HANDLERS", "compare_exprs", "total_order_key"]

@@ -24,14 +24,14 @@ SMALL_CONSTANT = 16
 
 
 def _py(v, d):
-    return bool(v) if d.is_bool else int(v) if d.is_int else float(v)
+    return bool(v) if d.is_bool else int(v) if d.is_int else complex(v) if d.is_complex else float(v)
 
 
 def _array_constant(ctx, instr, arr: np.ndarray, shape):
     d = dtype_of(ctx, instr, shape)
     arr = np.asarray(arr).astype(d.np).reshape(shape.dims)
     flat = arr.reshape(-1)
-    bits = flat.view(np.dtype(f"uint{8 * flat.dtype.itemsize}"))
+    bits = flat.view(np.uint8).reshape(flat.size, -1)
     if flat.size and np.all(bits == bits[0]):  # a splat (bitwise: NaN and -0.0 included)
         v = _py(flat[0], d)
         return compute(tuple(shape.dims), lambda *i: const(v, d), name=instr.name, tag="constant")
