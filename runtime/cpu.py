@@ -20,7 +20,10 @@ from .cachedir import scratch_dir, unsafe_file
 
 log = logging.getLogger(__name__)
 
-DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fwrapv", "-fPIC", "-shared")
+#: -fno-tree-switch-conversion: gcc 12 miscompiles vectorized, if-converted code reading the lookup table
+#: it makes of a select chain over constants (a complex sign of a NaN constant lost its NaN part)
+DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fwrapv", "-fno-tree-switch-conversion",
+                 "-fPIC", "-shared")
 
 
 @dataclass(frozen=True)

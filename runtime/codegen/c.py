@@ -14,6 +14,7 @@ from ...schedules.loops import Allocate, Buffer, For, If, Let, LoweredFunc, Seq,
 from .cstyle import CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, multiplies_16bit, rounding_helpers
 from .microkernel import MicroKernelPrinter, match, vector_helpers
+from .typehelpers import type_helpers
 from .vmath import VMATH_C
 
 #: float32 functions with vectorizable inline versions
@@ -75,6 +76,7 @@ class CRenderer(CStyleRenderer):
 
     local_array_attr = " __attribute__((aligned(64)))"
     return_type = "int"
+    type_families = frozenset({"complex", "sub_byte", "small_float"})
 
     def __init__(self, hardware: Hardware | None = None):
         super().__init__()
@@ -161,7 +163,7 @@ class CRenderer(CStyleRenderer):
         return ["  return hl_status;"]
 
     def preamble(self, fn: LoweredFunc) -> str:
-        return helpers()
+        return helpers() + type_helpers(self, fn, _TYPES)
 
     def postamble(self, fn: LoweredFunc) -> str:
         casts = ", ".join(f"({self.ctype(b.dtype, True)}*)args[{k}]" for k, b in enumerate(fn.args))

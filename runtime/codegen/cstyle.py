@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 
+import ml_dtypes
 import numpy as np
 
 from ...dsl import dtypes as dt
@@ -70,6 +73,9 @@ class CStyleRenderer:
 
     def ctype(self, d: DType, storage: bool = False) -> str:
         """C type of a value (``storage``: of an array element)."""
+        special = self.extra_ctype(d, storage)
+        if special is not None:
+            return special
         if d is dt.bfloat16:
             return "uint16_t" if storage else "float"
         if d is dt.float16:
@@ -78,9 +84,55 @@ class CStyleRenderer:
                 "int16": "int16_t", "int32": "int32_t", "int64": self.int64_type, "uint8": "uint8_t",
                 "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t"}[d.name]
 
+    # ------------------------------------------------------------------ types beyond C's
+    #: which of 'complex', 'sub_byte' (int2/int4/uint2/uint4) and 'small_float' (float8/6/4)
+    #: the backend renders (typehelpers.py); the others raise LoweringError naming the type
+    type_families: frozenset = frozenset()
+    #: C types of complex64/complex128 values and buffers
+    complex_ctypes: Mapping[str, str] = MappingProxyType({"complex64": "float _Complex",
+                                                          "complex128": "double _Complex"})
+    #: how the decode tables of small floats are declared
+    table_qualifier = "static const"
+
+    @staticmethod
+    def family(d: DType) -> str | None:
+        return "complex" if d.is_complex else "sub_byte" if d.is_sub_byte else \
+            "small_float" if d.format is not None else None
+
+    def extra_ctype(self, d: DType, storage: bool) -> str | None:
+        """The C type of a complex, sub-byte or small-float ``d`` (None for other types): small
+        floats and sub-byte integers are stored one per byte, held as float / 8-bit integers."""
+        fam = self.family(d)
+        if fam is None:
+            return None
+        if fam not in self.type_families:
+            raise LoweringError(f"{type(self).__name__}: element type {d} is not supported by this "
+                                "backend; use the cpu target")
+        if fam == "complex":
+            return self.complex_ctypes[d.name]
+        if storage:
+            return self.ctype(dt.uint8)
+        return "float" if fam == "small_float" else self.ctype(dt.int8 if d.kind == "i" else dt.uint8)
+
+    def complex_make(self, re: str, im: str, d: DType) -> str:
+        """A complex value from its parts (C: GCC's ``__builtin_complex``)."""
+        t = self.ctype(d.component)
+        return f"__builtin_complex(({t})({re}), ({t})({im}))"
+
+    def complex_part(self, s: str, part: str) -> str:
+        """The real ('re') or imaginary ('im') part of complex ``s``."""
+        return f"(__{'real' if part == 're' else 'imag'}__ ({s}))"
+
+    def complex_convert(self, s: str, d: DType) -> str:
+        return f"(({self.ctype(d)})({s}))"
+
     @staticmethod
     def suffix(d: DType) -> str:
         """Helper-function suffix of a dtype."""
+        if d.is_complex:
+            return f"c{d.bits}"
+        if d.format is not None:
+            return "f32"
         return {"float32": "f32", "float64": "f64", "bfloat16": "f32", "float16": "f32"}.get(
             d.name, d.name.replace("int", "i").replace("ui", "u").replace("bool", "b"))
 
@@ -88,6 +140,9 @@ class CStyleRenderer:
     def const(self, v, d: DType) -> str:
         if d.is_bool:
             return "1" if v else "0"
+        if d.is_complex:
+            c = complex(v)
+            return self.complex_make(self.const(c.real, d.component), self.const(c.imag, d.component), d)
         if d.is_float:
             if math.isnan(v):
                 return "NAN"
@@ -99,7 +154,7 @@ class CStyleRenderer:
             return f"{r}{self.float_suffix}" if ("." in r or "e" in r) else f"{r}.0{self.float_suffix}"
         v = int(v)
         t = self.ctype(d)
-        info = np.iinfo(d.np)
+        info = ml_dtypes.iinfo(d.np)
         if d.kind == "i" and v == info.min:
             return f"(({t})({v + 1}) - 1)"
         if d.kind == "i" and d.bits == 64 and -(2**31) < v < 2**31:
@@ -109,10 +164,13 @@ class CStyleRenderer:
         return f"(({t}){v}{'u' if d.kind == 'u' else ''})"
 
     def round16(self, s: str, d: DType) -> str:
+        """``s`` (a float) rounded to ``d`` when ``d`` is a float narrower than 32 bits."""
         if d is dt.bfloat16:
             return f"hl_round_bf16({s})"
         if d is dt.float16:
             return f"hl_round_f16({s})"
+        if d.format is not None:
+            return f"hl_round_{d.name}({s})"
         return s
 
     def flat_index(self, buf: Buffer, idx) -> Expr:
@@ -131,6 +189,10 @@ class CStyleRenderer:
             return f"hl_bf16_to_f32({s})"
         if buf.dtype is dt.float16:
             return f"((float){s})"
+        if buf.dtype.format is not None:
+            return f"hl_{buf.dtype.name}_to_f32({s})"
+        if buf.dtype.is_sub_byte:
+            return f"hl_load_{self.suffix(buf.dtype)}({s})"
         return s
 
     def expr(self, e: Expr) -> str:
@@ -143,6 +205,13 @@ class CStyleRenderer:
             return self.load(e)
         a = [self.expr(s) for s in e.src]
         sd = e.src[0].dtype if e.src else d
+        if op is Op.COMPLEX:
+            return self.complex_make(a[0], a[1], d)
+        if op in (Op.REAL, Op.IMAG):
+            return self.complex_part(a[0], "re" if op is Op.REAL else "im") if sd.is_complex else \
+                (a[0] if op is Op.REAL else self.const(0.0, d))
+        if sd.is_complex and op not in (Op.SELECT, Op.CAST, Op.BITCAST):   # typehelpers.py
+            return f"hl_{op.name.lower()}_{self.suffix(sd)}({', '.join(a)})"
         if op in _CMP:
             return f"({a[0]} {_CMP[op]} {a[1]})"
         if op is Op.SELECT:
@@ -201,20 +270,42 @@ class CStyleRenderer:
             r = f"(!{a[0]})" if d.is_bool else f"(~{a[0]})"
         else:
             raise LoweringError(f"{type(self).__name__}: no rendering of {op.name} on {d}")
+        if d.is_sub_byte:
+            return f"hl_wrap_{sfx}({r})"
         return f"(({t}){r})" if narrow and op not in (Op.CLZ, Op.POPCNT) else r
 
     def cast(self, s: str, src: DType, d: DType) -> str:
+        if src.is_complex:      # to complex: each part; to a real type: the real part
+            if d.is_complex:
+                return self.complex_convert(s, d)
+            return self.cast(self.complex_part(s, "re"), src.component, d)
+        if d.is_complex:
+            comp = d.component
+            return self.complex_make(self.cast(s, src, comp), self.const(0.0, comp), d)
+        if src.format is not None:      # a small float's value is a float
+            src = dt.float32
         if d.is_bool:
             return f"({s} != 0)"
         if d.is_int and src.is_float:
             return f"hl_f2i_{self.suffix(d)}({s})"
+        if d.format is not None:        # one rounding, from double where the source needs it
+            if src is dt.float64 or (src.is_int and src.bits > 16 and self.has_double):
+                return f"hl_round_{d.name}_f64((double)({s}))"
+            return self.round16(f"((float)({s}))", d)
         if d.is_float:
             if d.bits == 16 and src is dt.float64:  # round once, not through float
                 return self.round16(f"hl_f64_to_f32_odd({s})", d)
             return self.round16(f"(({self.ctype(d)}){s})", d)
+        if d.is_sub_byte:
+            return f"hl_wrap_{self.suffix(d)}({s})"
         return f"(({self.ctype(d)}){s})"
 
+    #: whether double is available for exact intermediate conversions
+    has_double = True
+
     def bitcast(self, s: str, src: DType, d: DType) -> str:
+        if src.bits < 8 or d.bits < 8 or src.format is not None or d.format is not None:
+            return self.bits_cast(s, src, d)
         if src is dt.bfloat16:
             s, src = f"hl_f32_to_bf16({s})", dt.uint16
         if src is dt.float16:
@@ -225,6 +316,22 @@ class CStyleRenderer:
             return f"hl_f16bits_to_f32({self.bitcast(s, src, dt.uint16)})"
         return f"hl_bitcast_{self.suffix(src)}_{self.suffix(d)}({s})"
 
+    def bits_cast(self, s: str, src: DType, d: DType) -> str:
+        """Bitcast involving a type under 8 bits or a small float, through its code (the low
+        ``bits`` of a byte)."""
+        u8 = self.ctype(dt.uint8)
+        if src.format is not None:
+            code = f"hl_enc_{src.name}_f32({s})"
+        elif src.is_sub_byte or src.bits == 8:
+            code = f"(({u8})(({s}) & {(1 << src.bits) - 1}))"
+        else:
+            raise LoweringError(f"bitcast from {src} to {d}")
+        if d.format is not None:
+            return f"hl_{d.name}_to_f32({code})"
+        if d.is_sub_byte:
+            return f"hl_wrap_{self.suffix(d)}({code})"
+        return f"(({self.ctype(d)}){code})"
+
     # ------------------------------------------------------------------ statements
     def store(self, s: Store) -> str:
         buf = s.buffer
@@ -233,6 +340,10 @@ class CStyleRenderer:
             v = f"hl_f32_to_bf16({v})"
         elif buf.dtype is dt.float16:
             v = f"(({self.half_type}){v})"
+        elif buf.dtype.format is not None:
+            v = f"hl_enc_{buf.dtype.name}_f32({v})"
+        elif buf.dtype.is_sub_byte:
+            v = f"(({self.ctype(dt.uint8)})(({v}) & {(1 << buf.dtype.bits) - 1}))"
         return f"{self.name(buf, buf.name)}[{self.expr(self.flat_index(buf, s.indices))}] = {v};"
 
     #: the work-group barrier statement ('' where there are no work-groups)

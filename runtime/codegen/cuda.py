@@ -76,6 +76,7 @@ class CUDARenderer(OpenCLRenderer):
     shared_qualifier = "__shared__ "
     vector_types = False
     no_contract = ""                 # 16-bit products use __fmul_rn, which nvcc never contracts
+    type_families = frozenset()      # complex, sub-byte and sub-16-bit float types: refused (TargetError)
 
     def __init__(self, max_work_group_size: int | None = 1024, max_work_item_sizes: tuple | None = (1024, 1024, 64),
                  local_mem_size: int | None = 48 * 1024, device: str = "the CUDA device"):

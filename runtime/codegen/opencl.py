@@ -32,6 +32,7 @@ import math
 import re
 from dataclasses import dataclass
 from functools import cache
+from types import MappingProxyType
 
 from ...dsl import dtypes as dt
 from ...dsl.errors import ScheduleError, TargetError
@@ -54,6 +55,7 @@ from ...schedules.loops import (
 from .clvec import render_vector_loop
 from .cstyle import _FMATH, CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, multiplies_16bit, rounding_helpers
+from .typehelpers import type_helpers
 
 log = logging.getLogger(__name__)
 
@@ -97,16 +99,21 @@ class Program:
     scratch: tuple[Scratch, ...]
 
 
-@cache
-def cl_helpers(fp64: bool, fp16: bool) -> str:
-    """OpenCL C helpers: the shared XLA-semantics families plus bf16/f16 conversions and bitcasts."""
-    ty = HelperTypes(
+def _helper_types(fp64: bool) -> HelperTypes:
+    """OpenCL C's type names and idioms for the helper generators."""
+    return HelperTypes(
         ints={"i8": ("char", 8, True), "i16": ("short", 16, True), "i32": ("int", 32, True),
               "i64": ("long", 64, True), "u8": ("uchar", 8, False), "u16": ("ushort", 16, False),
               "u32": ("uint", 32, False), "u64": ("ulong", 64, False)},
         floats={"f32": ("float", ""), **({"f64": ("double", "")} if fp64 else {})},
         ll="L", ull="UL", f2i_arg="double" if fp64 else "float",
         popcnt=lambda t, u, bits: f"({t})popcount(({u})a)", clz=lambda t, u, bits: f"({t})clz(({u})a)")
+
+
+@cache
+def cl_helpers(fp64: bool, fp16: bool) -> str:
+    """OpenCL C helpers: the shared XLA-semantics families plus bf16/f16 conversions and bitcasts."""
+    ty = _helper_types(fp64)
     out = ["#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" if fp64 else "",
            "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n" if fp16 else "",
            """#define HL_INLINE static inline
@@ -253,7 +260,14 @@ class OpenCLRenderer(CStyleRenderer):
         self._items = 1
 
     # ------------------------------------------------------------------ strings
+    type_families = frozenset({"complex", "sub_byte", "small_float"})
+    complex_ctypes = MappingProxyType({"complex64": "float2", "complex128": "double2"})
+    table_qualifier = "__constant"
+
     def ctype(self, d, storage: bool = False) -> str:
+        special = self.extra_ctype(d, storage)
+        if special is not None:
+            return special
         if d is dt.bfloat16:
             return "ushort" if storage else "float"
         if d is dt.float16:
@@ -261,6 +275,19 @@ class OpenCLRenderer(CStyleRenderer):
         if d.is_bool and storage:
             return "uchar"    # bool has no defined size in OpenCL C
         return _TYPES[d.name]
+
+    def complex_make(self, re: str, im: str, d) -> str:
+        return f"(({self.ctype(d)})({re}, {im}))"
+
+    def complex_part(self, s: str, part: str) -> str:
+        return f"(({s}).{'x' if part == 're' else 'y'})"
+
+    def complex_convert(self, s: str, d) -> str:
+        return f"convert_{self.ctype(d)}({s})"
+
+    @property
+    def has_double(self) -> bool:
+        return self.fp64
 
     def float_op(self, op, a, d):
         if op in _FMATH:      # OpenCL's math functions are overloaded: no 'f' suffix
@@ -276,7 +303,7 @@ class OpenCLRenderer(CStyleRenderer):
         return []
 
     def preamble(self, fn: LoweredFunc) -> str:
-        return cl_helpers(self.fp64, self.fp16)
+        return cl_helpers(self.fp64, self.fp16) + type_helpers(self, fn, _helper_types(self.fp64), self.fp64)
 
     # ------------------------------------------------------------------ statements
     def stmt(self, s: Stmt, depth: int) -> list[str]:
@@ -436,6 +463,13 @@ class OpenCLRenderer(CStyleRenderer):
                               "compute in float32 or bfloat16, or use the cpu target")
         if dt.float64 in dts and not self.fp64:
             raise TargetError(f"float64 kernels need the cl_khr_fp64 extension, which {self.device} lacks")
+        for d in sorted(dts, key=lambda d: d.name):
+            fam = self.family(d)
+            if fam is not None and fam not in self.type_families:
+                raise TargetError(f"{d} kernels are not supported by the {type(self).__name__[:-8]} backend; "
+                                  "use the cpu target")
+            if d is dt.complex128 and not self.fp64:
+                raise TargetError(f"complex128 kernels need the cl_khr_fp64 extension, which {self.device} lacks")
         for b in fn.args:
             self.name(b, b.name)
         body, shared = fn.body, {}
