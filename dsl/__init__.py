@@ -49,6 +49,7 @@ __all__ = [
     "ceil",
     "clz",
     "comm_reducer",
+    "complex",
     "compute",
     "const",
     "cos",
@@ -64,6 +65,7 @@ __all__ = [
     "floormod",
     "greater",
     "greater_equal",
+    "imag",
     "isfinite",
     "less",
     "less_equal",
@@ -81,6 +83,7 @@ __all__ = [
     "popcount",
     "pow",
     "prod",
+    "real",
     "reduce_axis",
     "rem",
     "round",
@@ -126,6 +129,7 @@ greater, greater_equal = _b(Op.GT), _b(Op.GE)
 logical_and, logical_or = _b(Op.AND), _b(Op.OR)
 rem, floordiv, floormod = _b(Op.REM), _b(Op.FLOORDIV), _b(Op.FLOORMOD)
 shift_right_logical = _b(Op.SHRL)
+real, imag, complex = _u(Op.REAL), _u(Op.IMAG), _b(Op.COMPLEX)   # complex parts (complex: re, im)
 
 
 def max(*args, axis=None, where=None):

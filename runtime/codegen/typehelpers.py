@@ -123,6 +123,9 @@ def small_float_helpers(d: DType, ty: HelperTypes, fp64: bool, table_qualifier: 
     for sfx, t, f in floats:
         neg_guard = "  if (signbit(x) || x == 0) return 255;   /* no sign, no zero */\n" if fmt.nan == "e8m0" else ""
         tiny = "  if (n == 0) return 0;   /* below 2^-127: the smallest code */\n" if fmt.nan == "e8m0" else ""
+        code = (f"  int code = q + {fmt.bias};   /* a power of two: the code is its exponent */" if fmt.nan == "e8m0"
+                else f"  int field = n < {1 << fmt.mbits} ? 0 : q + {fmt.mbits + fmt.bias};\n"
+                     f"  int code = (field << {fmt.mbits}) | ((int)n - (field ? {1 << fmt.mbits} : 0));")
         out.append(f"""/* {t} -> {d.name}: round to nearest even ({fmt.ebits} exponent, {fmt.mbits} mantissa bits) */
 {inl} {u8} hl_enc_{d.name}_{sfx}({t} x) {{
   int sign = signbit(x) ? {sign} : 0;
@@ -133,8 +136,7 @@ def small_float_helpers(d: DType, ty: HelperTypes, fp64: bool, table_qualifier: 
   int q = (e < {fmt.emin} ? {fmt.emin} : e) - {fmt.mbits};
   {t} n = rint{f}(ldexp{f}(fabs{f}(x), -q));
 {tiny}  if (n >= {1 << (fmt.mbits + 1)}) {{ n = n * 0.5{'f' if t == 'float' else ''}; q += 1; }}
-  int field = n < {1 << fmt.mbits} ? 0 : q + {fmt.mbits + fmt.bias};
-  int code = (field << {fmt.mbits}) | ((int)n - (field ? {1 << fmt.mbits} : 0));
+{code}
   if (code > {fmt.max_code}) return ({u8})({sp['overflow']});
   return ({u8})({'code ? sign | code : 0' if fmt.nan == 'fnuz' else 'sign | code'});
 }}
