@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -47,6 +48,13 @@ _SCHEMA = [
     """CREATE TABLE IF NOT EXISTS spaces (
         workload_id INTEGER NOT NULL REFERENCES workloads(id), target_id INTEGER NOT NULL REFERENCES targets(id),
         knobs TEXT NOT NULL, PRIMARY KEY (workload_id, target_id))""",
+    # a task's confirmed winner: the finalists re-timed interleaved, medians with bootstrap
+    # confidence intervals; the default stays unless the winner's interval is wholly faster
+    """CREATE TABLE IF NOT EXISTS winners (
+        workload_id INTEGER NOT NULL REFERENCES workloads(id), target_id INTEGER NOT NULL REFERENCES targets(id),
+        config TEXT NOT NULL, median REAL NOT NULL, lo REAL NOT NULL, hi REAL NOT NULL,
+        default_median REAL, default_lo REAL, default_hi REAL, finalists TEXT NOT NULL, decided REAL NOT NULL,
+        PRIMARY KEY (workload_id, target_id))""",
 ]
 
 
@@ -363,6 +371,35 @@ class Database:
         """The fastest successful trial of a task, or None."""
         top = self.top_k(workload, target, 1)
         return top[0] if top else None
+
+    def set_winner(self, workload: str, target: str, config: dict, ci: tuple, default_ci: tuple | None,
+                   finalists: list[dict]) -> None:
+        """Store a task's confirmed winner: ``config`` with its (median, lo, hi) seconds, the
+        default's, and every finalist's ``{"config", "median", "lo", "hi", "times"}``."""
+        for v in (*ci, *(default_ci or ())):
+            if not (isinstance(v, float) and math.isfinite(v) and v > 0):
+                raise ConfigError(f"winner of {workload}: implausible time {v!r}")
+        self._write("INSERT OR REPLACE INTO winners VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (self._id("workloads", workload), self._id("targets", target), json.dumps(config, sort_keys=True),
+                     *ci, *(default_ci or (None, None, None)), json.dumps(finalists), time.time()))
+
+    def winner(self, workload: str, target: str) -> dict | None:
+        """A task's confirmed winner (see ``set_winner``), or None."""
+        rows = self.winners(workload, target)
+        return rows[0] if rows else None
+
+    def winners(self, workload: str | None = None, target: str | None = None) -> list[dict]:
+        """Confirmed winners as dicts: workload, target, config, median, lo, hi, default_median,
+        default_lo, default_hi, finalists, decided."""
+        sql = ("SELECT x.*, w.key AS wkey, g.key AS gkey FROM winners x JOIN workloads w ON x.workload_id=w.id "
+               "JOIN targets g ON x.target_id=g.id WHERE (? IS NULL OR w.key=?) AND (? IS NULL OR g.key=?)")
+        out = []
+        for r in self.conn.execute(sql, (workload, workload, target, target)):
+            out.append({"workload": r["wkey"], "target": r["gkey"], "config": json.loads(r["config"]),
+                        "median": r["median"], "lo": r["lo"], "hi": r["hi"], "default_median": r["default_median"],
+                        "default_lo": r["default_lo"], "default_hi": r["default_hi"],
+                        "finalists": json.loads(r["finalists"]), "decided": r["decided"]})
+        return out
 
     def measured_configs(self, workload: str, target: str) -> dict[str, Trial]:
         """config_key -> the trial of each config already tried for a task (to resume)."""

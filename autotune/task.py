@@ -254,9 +254,10 @@ def tuned_schedule_fn(db, target: Target, k: int = 8):
 
 
 def _stored_configs(db, task: Task, k: int) -> list[dict]:
-    """The configs of the ``k`` fastest trials of ``task`` in ``db`` (under its format-1 key
-    too, while the database has such keys), fastest first; trials with implausible times are
-    left out with a warning."""
+    """The configs to try for ``task``, best first: its confirmed winner (autotune/winners.py;
+    ``{}``, the default schedule, when no candidate was surely faster), then the configs of the
+    ``k`` fastest trials in ``db`` (under its format-1 key too, while the database has such
+    keys); trials with implausible times are left out with a warning."""
     keys = [task.key]
     if db.has_legacy():
         old = legacy_workload_key(task.graph)
@@ -268,4 +269,6 @@ def _stored_configs(db, task: Task, k: int) -> list[dict]:
                 trials.append(t)
             else:
                 log.warning("ignoring trial %s of workload %s: implausible times %s", t.id, key, t.times[:4])
-    return [t.config for t in sorted(trials, key=lambda t: t.median)[:k]]
+    ranked = [t.config for t in sorted(trials, key=lambda t: t.median)[:k]]
+    win = db.winner(task.key, task.target.key)   # confirmed by re-timing: it decides first
+    return ranked if win is None else [win["config"]] + [c for c in ranked if c != win["config"]]
