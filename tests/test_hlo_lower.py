@@ -580,7 +580,7 @@ ENTRY e {
 
 @pytest.mark.parametrize("body,op", [
     ("ROOT y = f32[4] frobnicate(x)", "frobnicate"),
-    ("ROOT r = f32[4] rng(a, b), distribution=rng_uniform", "rng"),
+    ("ROOT r = f32[4] rng(a, b), distribution=rng_binomial", "rng"),
     ('ROOT r = f32[4] custom-call(x), custom_call_target="Foo"', "custom-call")])
 def test_unsupported_op_names_op_and_line(body, op):
     text = ("HloModule m\nENTRY e {\n  x = f32[4] parameter(0)\n  a = f32[] constant(0)\n"

@@ -19,7 +19,21 @@ from ..expr import Expr, walk
 from ..ops import Op
 from ..tensor import PlaceholderOp, Tensor, placeholder
 from .ast import Computation, HloModule, Instruction
-from .handlers import chlo, common, control, dot_conv, elementwise, indexing, random, reduce, shape, types
+from .handlers import (
+    chlo,
+    collective,
+    common,
+    control,
+    custom_call,
+    dot_conv,
+    elementwise,
+    indexing,
+    linalg,
+    random,
+    reduce,
+    shape,
+    types,
+)
 from .verify import verify_module
 
 __all__ = ["HANDLERS", "LowerContext", "LoweredModule", "lower_computation", "lower_module"]
@@ -30,7 +44,7 @@ log = logging.getLogger(__name__)
 HANDLERS: dict[str, Callable] = {
     **elementwise.HANDLERS, **shape.HANDLERS, **indexing.HANDLERS, **dot_conv.HANDLERS,
     **reduce.HANDLERS, **control.HANDLERS, **chlo.HANDLERS, **types.HANDLERS,
-    **random.HANDLERS,
+    **random.HANDLERS, **collective.HANDLERS, **linalg.HANDLERS, **custom_call.HANDLERS,
 }
 
 

@@ -174,7 +174,7 @@ class _Parser(TextParser):
             if self.accept("sdy.mesh"):   # a Shardy mesh: one device's meshes mean nothing here
                 self.take("sym", "a mesh name (@name)")
                 self.expect("=", " after the mesh name")
-                self.attr_value(False)
+                self.skip_balanced() if self.at("<") else self.attr_value(False)
                 if self.at("{"):
                     self.attr_dict()
                 continue

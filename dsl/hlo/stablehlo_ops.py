@@ -29,6 +29,7 @@ import numpy as np
 from ..errors import HloParseError, UnsupportedOpError
 from .ast import ArrayShape, Computation, HloModule, Instruction, Shape, TupleShape
 from .handlers.chlo import HANDLERS as _CHLO_HANDLERS
+from .handlers.collective import REFUSED as _REFUSED_WHY
 
 __all__ = ["SUPPORTED", "TERMINATORS", "DenseAttr", "Func", "MlirModule", "MlirOp", "Region",
            "hlo_opcode_table", "to_hlo_module"]
@@ -472,7 +473,15 @@ def _composite(cv, comp, op):
 @_op("stablehlo.custom_call", hlo="custom-call")
 def _custom_call(cv, comp, op):
     attrs = {"custom_call_target": str(op.attrs.get("call_target_name", ""))}
+    config = op.attrs.get("mhlo.backend_config", op.attrs.get("backend_config"))
+    if config:
+        attrs["backend_config"] = config
     return cv.emit(comp, op, "custom-call", attrs, variadic=True)
+
+
+@_op("sdy.sharding_constraint", hlo="custom-call (Sharding: the identity on one device)")
+def _sharding_constraint(cv, comp, op):
+    return cv.emit(comp, op, "custom-call", {"custom_call_target": "Sharding"})
 
 
 @_op("chlo.top_k", hlo="custom-call (TopK)")
@@ -481,6 +490,18 @@ def _top_k(cv, comp, op):
         raise cv.error("chlo.top_k has two results (values, indices)", op.tok)
     return cv.emit(comp, op, "custom-call", {"custom_call_target": "TopK", "k": _int(cv, op, "k")},
                    variadic=True)
+
+
+@_op("stablehlo.cholesky", hlo="cholesky")
+def _cholesky(cv, comp, op):
+    return cv.emit(comp, op, "cholesky", {"lower": bool(op.attrs.get("lower", False))})
+
+
+@_op("stablehlo.triangular_solve", hlo="triangular-solve")
+def _triangular_solve(cv, comp, op):
+    attrs = {k: bool(op.attrs.get(k, False)) for k in ("left_side", "lower", "unit_diagonal")}
+    attrs["transpose_a"] = str(op.attrs.get("transpose_a", "NO_TRANSPOSE"))
+    return cv.emit(comp, op, "triangular-solve", attrs)
 
 
 @_op("stablehlo.rng_bit_generator", hlo="rng-bit-generator")
@@ -496,6 +517,40 @@ def _rng(cv, comp, op):
     dist = op.attrs.get("rng_distribution", op.attrs.get("distribution", "UNIFORM"))
     return cv.emit(comp, op, "rng", {"distribution": f"rng_{str(dist).lower()}"},
                    operands=[a[0], b[0]])
+
+
+def _groups(v):
+    """Replica groups / source-target pairs (a dense 2-d attribute) as nested tuples."""
+    if isinstance(v, DenseAttr):
+        return tuple(tuple(int(x) for x in row) for row in np.atleast_2d(v.values()))
+    return v
+
+
+def _collective(cv, comp, op):
+    """A collective, its attributes in HLO's names (one device: see handlers/collective.py)."""
+    attrs = {k: _groups(op.attrs[k]) for k in ("replica_groups", "source_target_pairs")
+             if k in op.attrs}
+    for key in ("all_gather_dim", "scatter_dimension", "split_dimension"):
+        if key in op.attrs:
+            attrs["dimensions"] = (_int(cv, op, key),)
+    if op.regions:
+        attrs["to_apply"] = cv.scalar_region(comp, op)
+    opcode = op.name.split(".")[-1].replace("_", "-")
+    return cv.emit(comp, op, opcode, attrs, variadic=True)
+
+
+for _name in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "collective_broadcast",
+              "collective_permute"):
+    _op(f"stablehlo.{_name}", hlo=_name.replace("_", "-"))(_collective)
+
+
+def _refused(cv, comp, op):
+    """Ops that need another device or a host stream: refused with the reason."""
+    raise cv.unsupported(op, _REFUSED_WHY[op.name.split(".")[-1]])
+
+
+for _name in ("send", "recv", "infeed", "outfeed"):
+    _op(f"stablehlo.{_name}", hlo=f"{_name} (refused with the reason)")(_refused)
 
 
 @_op("stablehlo.while", hlo="while")

@@ -1,7 +1,7 @@
 """Calls, tuples and control flow.
 
-``call``/``fusion`` are inlined. ``while``, ``conditional``, ``sort`` and ``custom-call``
-(TopK) are extern ops: their ``fn(arrays, run)`` evaluates the sub-computations (lowered once on
+``call``/``fusion`` are inlined. ``while``, ``conditional``, ``sort`` and ``topk`` are
+extern ops: their ``fn(arrays, run)`` evaluates the sub-computations (lowered once on
 fresh placeholders) through ``run``, or numpy.
 """
 
@@ -163,26 +163,33 @@ def _pairwise_perm(less, pv, arrays, dim) -> np.ndarray:
     return np.moveaxis(perm.reshape(moved[0].shape), -1, dim)
 
 
-def lower_custom_call(ctx, instr, operands):
-    """``custom-call``: only ``TopK`` (largest k along the last dim, ties by lower index;
-    values and s32 indices) is known: https://openxla.org/xla/operation_semantics#customcall"""
-    target = instr.attr("custom_call_target")
-    if target != "TopK":
-        raise unsupported(ctx, instr, f"custom_call_target={target!r}")
-    (x,) = operands
+def top_k(ctx, instr, x, largest: bool = True):
+    """The k largest (or smallest) elements along the last dim and their s32 indices, sorted,
+    ties by lower index, NaNs above infinities (total order), as an extern op."""
     k = _leaf_shapes(instr.shape)[0].dims[-1]
+    if not x.shape or k > x.shape[-1]:
+        raise unsupported(ctx, instr, f"k = {k} for an operand of shape {list(x.shape)}")
 
     def run_topk(arrays, run):
         a = np.asarray(arrays[0])
-        perm = np.argsort(~sortable(a), axis=-1, kind="stable")[..., :k]
+        key = sortable(a)
+        perm = np.argsort(~key if largest else key, axis=-1, kind="stable")[..., :k]
         return np.take_along_axis(a, perm, axis=-1), perm.astype(np.int32)
-    return _extern_result(ctx, instr, "topk", [x], run_topk, (("k", k),))
+    return _extern_result(ctx, instr, "topk", [x], run_topk, (("k", k), ("largest", largest)))
+
+
+def lower_topk(ctx, instr, operands):
+    """``topk(x)``, ``k``, ``largest``: the k largest (smallest) values along the last dim,
+    sorted, and their s32 indices (ties: lower index first):
+    https://openxla.org/xla/operation_semantics#topk"""
+    (x,) = operands
+    largest = instr.attr("largest", True)
+    return top_k(ctx, instr, x, largest is True or str(largest).lower() == "true")
 
 
 HANDLERS = {
     "call": lower_call, "fusion": lower_call, "tuple": lower_tuple,
     "get-tuple-element": lower_get_tuple_element, "optimization-barrier": lower_identity,
     "add-dependency": lower_identity, "replica-id": lower_device_id, "partition-id": lower_device_id,
-    "while": lower_while, "conditional": lower_conditional, "sort": lower_sort,
-    "custom-call": lower_custom_call,
+    "while": lower_while, "conditional": lower_conditional, "sort": lower_sort, "topk": lower_topk,
 }

@@ -1,0 +1,219 @@
+"""Linear algebra: the ``cholesky`` and ``triangular-solve`` opcodes and the LAPACK custom calls
+JAX emits for ``jnp.linalg`` on the CPU (``lapack_{s,d,c,z}{potrf,getrf,geqrf,orgqr,ungqr,
+syevd,heevd,gesdd,gesvd,trsm}_ffi``), as extern ops calling the same LAPACK/BLAS routines through
+scipy (jaxlib's CPU kernels take theirs from scipy too), one matrix of the batch at a time.
+
+Values are logical arrays: the custom calls' column-major layouts only say how XLA stores the
+matrix LAPACK sees, which scipy takes care of.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .common import dtype_of, unsupported
+from .control import _extern_result, _leaf_shapes
+
+_PREFIX = {"float32": "s", "float64": "d", "complex64": "c", "complex128": "z"}
+
+
+def _lapack(prefix: str, name: str):
+    from scipy.linalg import blas, lapack
+    return getattr(lapack, prefix + name, None) or getattr(blas, prefix + name)
+
+
+def _work_dtype(d) -> np.dtype:
+    """The type LAPACK runs in: the array's own, f32 for 16-bit floats."""
+    return np.dtype(np.float32) if d.is_float and d.bits < 32 else d.np
+
+
+def _batch_shape(a: np.ndarray, core: int) -> tuple[int, ...]:
+    return a.shape[:a.ndim - core]
+
+
+def _per_matrix(fn, arrays, cores, outs_like):
+    """Apply ``fn(*matrices) -> tuple`` over the leading batch dims; ``outs_like`` gives each
+    output's (core shape, dtype)."""
+    batch = _batch_shape(arrays[0], cores[0])
+    outs = [np.zeros(batch + tuple(s), d) for s, d in outs_like]
+    for idx in np.ndindex(*batch):
+        res = fn(*(a[idx] for a in arrays))
+        for o, r in zip(outs, res):
+            if r is not None:       # None: an output the routine was asked not to compute
+                o[idx] = r
+    return outs
+
+
+# ----------------------------------------------------------------------------- HLO opcodes
+
+def lower_cholesky(ctx, instr, operands):
+    """``cholesky(a)``, ``lower``: L with a = L L^T (U^T U when not lower) over the batch, from
+    that triangle of ``a`` alone; the other triangle is 0 and a matrix that is not positive
+    definite gives NaNs: https://openxla.org/xla/operation_semantics#cholesky"""
+    (a,) = operands
+    _check_square(ctx, instr, a)
+    lower = _flag(instr.attr("lower", False))
+    wd = _work_dtype(a.dtype)
+
+    def run_cholesky(arrays, run):
+        x = np.asarray(arrays[0]).astype(wd)
+        potrf = _lapack(_prefix(ctx, instr, wd), "potrf")
+
+        def one(m):
+            c, info = potrf(m, lower=int(lower), clean=1)
+            return (np.full_like(c, np.nan) if info else c,)
+        return tuple(o.astype(a.dtype.np) for o in _per_matrix(one, [x], [2], [(x.shape[-2:], wd)]))
+    return _extern_result(ctx, instr, "cholesky", [a], run_cholesky, (("lower", lower),))
+
+
+_TRANSPOSE = {"no_transpose": 0, "transpose": 1, "adjoint": 2}
+
+
+def lower_triangular_solve(ctx, instr, operands):
+    """``triangular-solve(a, b)``: x with op(a) x = b (``left_side``) or x op(a) = b, op by
+    ``transpose_a`` (NO_TRANSPOSE, TRANSPOSE, ADJOINT), reading only the ``lower`` or upper
+    triangle of a, its diagonal taken as ones with ``unit_diagonal``; batched over leading dims:
+    https://openxla.org/xla/operation_semantics#triangularsolve"""
+    a, b = operands
+    _check_square(ctx, instr, a)
+    left = _flag(instr.attr("left_side", False))
+    lower = _flag(instr.attr("lower", False))
+    unit = _flag(instr.attr("unit_diagonal", False))
+    trans = _TRANSPOSE.get(str(instr.attr("transpose_a", "NO_TRANSPOSE")).lower())
+    if trans is None:
+        raise unsupported(ctx, instr, f"transpose_a={instr.attr('transpose_a')!r}")
+    k = a.shape[-1]
+    if len(b.shape) != len(a.shape) or b.shape[:-2] != a.shape[:-2] or \
+            (b.shape[-2] if left else b.shape[-1]) != k:
+        raise unsupported(ctx, instr, f"a {list(a.shape)} does not fit b {list(b.shape)} "
+                                      f"(left_side={left})")
+    return _trsm(ctx, instr, a, b, left, lower, trans, unit)
+
+
+def _trsm(ctx, instr, a, b, left: bool, lower: bool, trans: int, unit: bool):
+    wd = _work_dtype(b.dtype)
+
+    def run_trsm(arrays, run):
+        x, y = (np.asarray(v).astype(wd) for v in arrays)
+        trsm = _lapack(_prefix(ctx, instr, wd), "trsm")
+
+        def one(m, rhs):
+            if rhs.size == 0:
+                return (rhs,)
+            return (trsm(1.0, m, rhs, side=0 if left else 1, lower=int(lower), trans_a=trans,
+                         diag=int(unit)),)
+        return tuple(o.astype(b.dtype.np) for o in _per_matrix(one, [x, y], [2, 2], [(y.shape[-2:], wd)]))
+    attrs = (("left", left), ("lower", lower), ("trans", trans), ("unit", unit))
+    return _extern_result(ctx, instr, "triangular-solve", [a, b], run_trsm, attrs)
+
+
+def _flag(v) -> bool:
+    return v is True or str(v).lower() == "true"
+
+
+def _check_square(ctx, instr, a) -> None:
+    if len(a.shape) < 2 or a.shape[-1] != a.shape[-2]:
+        raise unsupported(ctx, instr, f"needs square matrices [..., n, n], got {list(a.shape)}")
+
+
+def _prefix(ctx, instr, wd: np.dtype) -> str:
+    p = _PREFIX.get(np.dtype(wd).name)
+    if p is None:
+        raise unsupported(ctx, instr, f"no LAPACK routine for {np.dtype(wd).name}")
+    return p
+
+
+# ----------------------------------------------------------------------------- LAPACK calls
+
+_TARGET = re.compile(r"lapack_([sdcz])(potrf|getrf|geqrf|orgqr|ungqr|syevd|heevd|gesdd|gesvd|trsm)_ffi")
+
+
+def backend_config(instr) -> dict[str, int]:
+    """The FFI attributes of a custom call: ``{uplo = 76 : ui8}`` (HLO text) or a dict
+    (StableHLO's ``mhlo.backend_config``)."""
+    v = instr.attr("backend_config")
+    if isinstance(v, dict):
+        return {k: int(x) for k, x in v.items() if isinstance(x, (int, np.integer))}
+    return {k: int(x) for k, x in re.findall(r"(\w+)\s*=\s*(-?\d+)", v or "")}
+
+
+def is_lapack_target(target: str) -> bool:
+    return _TARGET.fullmatch(target) is not None
+
+
+def lower_lapack(ctx, instr, operands):
+    """A ``lapack_*_ffi`` custom call of JAX's CPU backend, through scipy's LAPACK: potrf
+    (Cholesky), getrf (LU, 1-based pivots), geqrf + orgqr/ungqr (QR), syevd/heevd (eigh),
+    gesdd/gesvd (SVD) and BLAS trsm (triangular solve), with their ``info`` outputs."""
+    target = instr.attr("custom_call_target")
+    prefix, routine = _TARGET.fullmatch(target).groups()
+    cfg = backend_config(instr)
+    leaves = _leaf_shapes(instr.shape)
+    outs = [(tuple(s.dims), dtype_of(ctx, instr, s)) for s in leaves]
+    if routine == "trsm":
+        a, b = operands
+        return _trsm(ctx, instr, a, b, cfg.get("side", 76) == 76, cfg.get("uplo", 76) == 76,
+                     {78: 0, 84: 1, 67: 2}.get(cfg.get("trans_x", 78), 0), cfg.get("diag", 78) == 85)
+    fn = _LAPACK_CALLS[routine]
+    kinds = {"potrf": 2, "getrf": 3, "geqrf": 2, "orgqr": 1, "ungqr": 1, "syevd": 3, "heevd": 3,
+             "gesdd": 5, "gesvd": 5}
+    if len(outs) != kinds[routine] or not operands or len(operands[0].shape) < 2:
+        raise unsupported(ctx, instr, f"{target} returns {kinds[routine]} values from matrices; "
+                                      f"got {instr.shape}")
+    cores = [2 if len(t.shape) >= 2 and k == 0 else 1 for k, t in enumerate(operands)]
+    nb = len(operands[0].shape) - 2
+
+    def run_lapack(arrays, run):
+        xs = [np.asarray(x) for x in arrays]
+        like = [(shape[nb:], d.np) for shape, d in outs]
+        return tuple(_per_matrix(lambda *m: fn(prefix, cfg, *m), xs, cores, like))
+    return _extern_result(ctx, instr, f"lapack-{routine}", list(operands), run_lapack,
+                          (("target", target), ("config", tuple(sorted(cfg.items())))))
+
+
+def _potrf(p, cfg, a):
+    c, info = _lapack(p, "potrf")(a, lower=int(cfg.get("uplo", 76) == 76), clean=0)
+    return c, info
+
+
+def _getrf(p, cfg, a):
+    lu, piv, info = _lapack(p, "getrf")(a)
+    return lu, piv + 1, info
+
+
+def _geqrf(p, cfg, a):
+    qr, tau, _work, _info = _lapack(p, "geqrf")(a)
+    return qr, tau
+
+
+def _orgqr(p, cfg, a, tau):
+    name = "ungqr" if p in "cz" else "orgqr"
+    q, _work, _info = _lapack(p, name)(a, tau)
+    return (q,)
+
+
+def _syevd(p, cfg, a):
+    name = "heevd" if p in "cz" else "syevd"
+    vectors = cfg.get("mode", 86) == 86
+    w, v, info = _lapack(p, name)(a, compute_v=int(vectors), lower=int(cfg.get("uplo", 76) == 76))
+    return (v if vectors else a), w, info
+
+
+def _gesvd_like(name):
+    def run(p, cfg, a):
+        mode = cfg.get("mode", 65)
+        full, vectors = mode == 65, mode != 78
+        u, s, vt, info = _lapack(p, name)(a, compute_uv=int(vectors), full_matrices=int(full))
+        return a, s, (u if vectors else None), (vt if vectors else None), info
+    return run
+
+
+_LAPACK_CALLS = {"potrf": _potrf, "getrf": _getrf, "geqrf": _geqrf, "orgqr": _orgqr, "ungqr": _orgqr,
+                 "syevd": _syevd, "heevd": _syevd, "gesdd": _gesvd_like("gesdd"),
+                 "gesvd": _gesvd_like("gesvd")}
+
+HANDLERS = {"cholesky": lower_cholesky, "triangular-solve": lower_triangular_solve}
+
+__all__ = ["HANDLERS", "backend_config", "is_lapack_target", "lower_lapack"]
