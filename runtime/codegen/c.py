@@ -77,6 +77,16 @@ class CRenderer(CStyleRenderer):
     local_array_attr = " __attribute__((aligned(64)))"
     return_type = "int"
     type_families = frozenset({"complex", "sub_byte", "small_float"})
+    exact_helper_qualifier = "HL_EXACT"
+    #: gcc forms fused multiply-subtract-adds from a complex product even under fp-contract=off when
+    #: it vectorizes the two parts together (SLP): such helpers are not inlined, not SLP-vectorized
+    exact_helper_defs = """#if defined(__GNUC__) && !defined(__clang__)
+#define HL_EXACT static __attribute__((noinline, optimize("fp-contract=off", "no-tree-slp-vectorize")))
+#else
+#define HL_EXACT static __attribute__((noinline))
+#pragma STDC FP_CONTRACT OFF
+#endif
+"""
 
     def __init__(self, hardware: Hardware | None = None):
         super().__init__()

@@ -93,6 +93,11 @@ class CStyleRenderer:
                                                           "complex128": "double _Complex"})
     #: how the decode tables of small floats are declared
     table_qualifier = "static const"
+    #: complex helpers are compiled without fused multiply-adds (``a*c - b*d`` fused changes which
+    #: overflows give NaN): the qualifier of such a helper ('' : the backend's inline) and what
+    #: defines it
+    exact_helper_qualifier = ""
+    exact_helper_defs = ""
 
     @staticmethod
     def family(d: DType) -> str | None:

@@ -263,6 +263,7 @@ class OpenCLRenderer(CStyleRenderer):
     type_families = frozenset({"complex", "sub_byte", "small_float"})
     complex_ctypes = MappingProxyType({"complex64": "float2", "complex128": "double2"})
     table_qualifier = "__constant"
+    exact_helper_defs = "#pragma OPENCL FP_CONTRACT OFF\n"     # for what follows (kernels too)
 
     def ctype(self, d, storage: bool = False) -> str:
         special = self.extra_ctype(d, storage)

@@ -58,8 +58,11 @@ def type_helpers(renderer, fn: LoweredFunc, ty: HelperTypes, fp64: bool = True) 
         out.append(small_float_helpers(d, ty, fp64, renderer.table_qualifier))
     for d in sorted((d for d in types if d.is_sub_byte), key=lambda d: d.name):
         out.append(sub_byte_helpers(d, ty))
-    for op, d in sorted(complex_ops(fn), key=lambda k: (k[1].name, k[0].name)):
-        out.append(complex_helper(type(renderer)(), op, d, ty.inline))
+    cops = sorted(complex_ops(fn), key=lambda k: (k[1].name, k[0].name))
+    if cops:     # without fused multiply-adds, so special values are the reference's
+        out.append(renderer.exact_helper_defs)
+    for op, d in cops:
+        out.append(complex_helper(type(renderer)(), op, d, renderer.exact_helper_qualifier or ty.inline))
     return "".join(out)
 
 
