@@ -218,16 +218,19 @@ def extract_tasks(outputs, inputs, target: Target) -> list[Task]:
 
 
 def tuned_schedule_fn(db, target: Target, k: int = 8):
-    """A ``schedule_fn`` for CompiledGraph: each root stage takes the fastest of the ``k`` best
-    configs the database holds for its workload on ``target`` that still schedules and lowers,
+    """A ``schedule_fn`` for CompiledGraph: the segment is fused by the fusion plan the database
+    holds for it (autotune/plans.py; none: default fusion), then each root stage takes the
+    fastest of the ``k`` best configs the database holds for its workload on ``target`` that
+    still schedules and lowers,
     else the target's default schedule. A stored config that no longer applies (its template
     changed, or the database was edited) or whose times are implausible is skipped with a
     warning. Workloads of format-1 keys are found through ``legacy_workload_key``."""
     hw = target.hardware
 
     def fn(g: Graph) -> Schedule:
+        from .plans import stored_plan
         s = Schedule(g)
-        fuse(s, target.hardware)
+        fuse(s, target.hardware, stored_plan(db, g, target))   # the segment's measured fusion plan
         for name in [n for n, st in s.stages.items() if st.attach == ("root",)]:
             st = s.stage(name)
             sg = stage_graph(s, st)

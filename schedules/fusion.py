@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 
 from ..dsl.expr import walk
 from ..dsl.ops import Op
@@ -114,13 +115,33 @@ def absorbed_tile(s: Schedule, st: Stage) -> Stage | None:
     return ds if ds is not None and ds.attach[0] == "at" and ds.attach[1] is st else None
 
 
-def fuse_default(s: Schedule, epilogues: bool = False) -> None:
+@dataclass(frozen=True)
+class Choice:
+    """A fusion decision that a plan may flip: ``kind`` 'inline' (an elementwise stage with
+    several readers, or read many times, recomputed where it is read or materialized once) or
+    'epilogue' (a dot's elementwise reader computed on its register tile, or in a pass of its
+    own); ``stage`` the stage's position in topological order; ``default`` what default fusion
+    does (1: inline / fuse)."""
+
+    kind: str
+    stage: int
+    default: int
+
+    @property
+    def knob(self) -> str:
+        return f"{self.kind}{self.stage}"
+
+
+def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None) -> list[Choice]:
     """Inline injective stages into their readers (see module docstring). A stage with
     expensive math stays materialized when it has several readers or when a reader would
     recompute each of its elements many times (e.g. the operand of a dot). With ``epilogues``
     (the cpu), a dot or convolution read only by one elementwise stage, element for element,
     is computed inside it (``compute_at`` its innermost loop until a template gives both their
-    loops): the epilogue then runs on the dot's register tile instead of a pass over memory."""
+    loops): the epilogue then runs on the dot's register tile instead of a pass over memory.
+    ``plan`` (knob -> 0/1, see ``Choice``) overrides these decisions; returns the decisions a
+    plan may flip."""
+    plan = plan or {}
     readers: dict[str, list[Stage]] = {n: [] for n in s.stages}
     for st in s.stages.values():
         for t in input_tensors(st.op):
@@ -128,6 +149,8 @@ def fuse_default(s: Schedule, epilogues: bool = False) -> None:
             if p is not None and st not in readers[p.name]:
                 readers[p.name].append(st)
     outputs = {id(t.op) for t in s.graph.outputs}
+    position = {n: k for k, n in enumerate(s.stages)}
+    choices: list[Choice] = []
     cost: dict[str, tuple[int, int]] = {}   # with the producers inlined into it (topological order)
     for st in list(s.stages.values()):
         nodes, expensive = _cost(st)
@@ -141,16 +164,26 @@ def fuse_default(s: Schedule, epilogues: bool = False) -> None:
             continue
         cheap = expensive == 0 and nodes <= 24
         rs = readers[st.name]
-        if cheap or (len(rs) <= 1 and all(_reuse(st, r) <= 1 for r in rs)):
+        shared = len(rs) > 1 or any(_reuse(st, r) > 1 for r in rs)
+        inline = cheap or not shared
+        if shared and rs:       # recompute or materialize: a real trade-off a plan may flip
+            c = Choice("inline", position[st.name], int(inline))
+            choices.append(c)
+            inline = bool(plan.get(c.knob, c.default))
+        if inline:
             s.compute_inline(st.op.output(0))
     if not epilogues:
-        return
+        return choices
     for st in list(s.stages.values()):
         d = epilogue_of(st.op) if st.attach == ("root",) else None
         ds = s.stage_of_op(d) if d is not None else None
         if ds is not None and ds.attach == ("root",) and id(d) not in outputs and \
                 _readers_through_inline(readers, ds, s) == [st] and st.op.axis[-1].extent >= 4:
-            s.compute_at(d.output(0), st.leaf[-1])
+            c = Choice("epilogue", position[ds.name], 1)
+            choices.append(c)
+            if plan.get(c.knob, 1):
+                s.compute_at(d.output(0), st.leaf[-1])
+    return choices
 
 
 def _readers_through_inline(readers: dict, st: Stage, s: Schedule) -> list[Stage]:
@@ -249,11 +282,12 @@ def stage_default(s: Schedule, st: Stage, hw=None) -> None:
     loop_default(s, st, hw)
 
 
-def fuse(s: Schedule, hw) -> None:
-    """Default fusion for machine ``hw``: epilogues join their dot's register tile on machines
-    without work-groups (the cpu templates have register tiles)."""
+def fuse(s: Schedule, hw, plan: dict | None = None) -> list[Choice]:
+    """Default fusion for machine ``hw`` (``plan`` flips some decisions; see ``fuse_default``):
+    epilogues join their dot's register tile on machines without work-groups (the cpu
+    templates have register tiles). Returns the decisions a plan may flip."""
     from .templates.base import as_hardware
-    fuse_default(s, epilogues=not as_hardware(hw or 1).work_groups)
+    return fuse_default(s, epilogues=not as_hardware(hw or 1).work_groups, plan=plan)
 
 
 def default_schedule(outputs, inputs=None, threads=None, hw=None) -> Schedule:

@@ -6,6 +6,7 @@ Index conventions: ``D`` are a stage's data axes (outer to inner), ``R`` its red
 
 from __future__ import annotations
 
+from ...dsl.errors import ScheduleError
 from ...dsl.expr import walk
 from ...dsl.ops import Op
 from ...dsl.tensor import Tensor
@@ -128,7 +129,31 @@ class Generic(Template):
             parallel_fuse(s, st, lead, threads)
 
 
-TEMPLATES = {t.family: t for t in (Elementwise(), Reduction(), Gemm(), GemmConv(), Generic())}
+class FusionPlan(Template):
+    """A compute segment's fusion plan (``fusion.Choice`` knobs ``inline<k>``/``epilogue<k>``, 0 or
+    1): it applies to a whole segment through ``fusion.fuse(s, hw, plan)``, not to a stage;
+    this template only checks recorded plans (autotune/plans.py tunes them)."""
+
+    family = "fusion"
+
+    def check_domain(self, config: dict) -> None:
+        from ...dsl.errors import ConfigError
+        if not isinstance(config, dict):
+            raise ConfigError("config must be an object")
+        for k, v in config.items():
+            kind = k.rstrip("0123456789")
+            if kind not in ("inline", "epilogue") or kind == k:
+                raise ConfigError(f"unknown knob '{k}' for a fusion plan; knobs are inline<k> and epilogue<k>", k)
+            if not _flag(v):
+                raise ConfigError(f"knob '{k}' = {v!r} is outside its domain (0 or 1)", k)
+
+    def knobs(self, st, hw):
+        raise ScheduleError("a fusion plan applies to a whole segment (fusion.fuse), not to one stage")
+
+    steps = knobs
+
+
+TEMPLATES = {t.family: t for t in (Elementwise(), Reduction(), Gemm(), GemmConv(), Generic(), FusionPlan())}
 
 
 def classify(st: Stage, s=None) -> str:
@@ -179,7 +204,7 @@ def templates_for(hw=None) -> dict:
     hw = as_hardware(hw or 1)
     if hw.work_groups:
         from .gpu import MAX_LOCAL, gpu_templates
-        return gpu_templates(hw.max_work_group_size or MAX_LOCAL)
+        return {**gpu_templates(hw.max_work_group_size or MAX_LOCAL), "fusion": TEMPLATES["fusion"]}
     return TEMPLATES
 
 

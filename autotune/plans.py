@@ -1,0 +1,157 @@
+"""Measured fusion plans: each compute segment's fusion decisions (``schedules.fusion.Choice``: an
+elementwise stage with several readers recomputed or materialized; an epilogue on its dot's
+register tile or in a pass of its own) are knobs of a segment-level task, and each plan is
+measured end to end: the whole segment compiled with that fusion, every kernel of it with the
+best config the database holds for its workload (or its default schedule).
+
+Plans are searched greedily from the default plan, one decision flipped at a time (a flip is
+kept when the segment runs at least ``GAIN`` faster); then the default plan and the best one
+are re-timed as any task's finalists (autotune/winners.py). Plans are trials of the segment's
+workload (family ``fusion``), keyed apart from any kernel's, so they are stored, resumed,
+exported and reported like kernels' configs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+
+from ..dsl.tensor import Graph
+from ..schedules.fusion import fuse, stage_default
+from ..schedules.schedule import Schedule
+from ..schedules.templates.base import Knob, Space
+from ..schedules.templates.families import TEMPLATES, classify
+from .database import config_key
+from .task import Task, stage_graph, workload_key
+
+log = logging.getLogger(__name__)
+
+#: a flipped decision is kept when the segment gets at least this much faster
+GAIN = 0.03
+
+
+def plan_key(g: Graph) -> str:
+    """The workload key of ``g``'s fusion plans (never a kernel's key, even when the segment is
+    one kernel)."""
+    return hashlib.sha256(("fusion:" + workload_key(g)).encode()).hexdigest()[:20]
+
+
+class PlanTask(Task):
+    """A compute segment's fusion plans on a target. ``configs`` maps a kernel's workload key to
+    the config it runs with in every plan (absent: its default schedule)."""
+
+    def __init__(self, graph: Graph, target, configs: dict | None = None):
+        super().__init__(plan_key(graph), graph, "fusion", target)
+        self.configs = configs or {}
+        self.choices = fuse(Schedule(graph), target.hardware)
+
+    @property
+    def template(self):
+        return TEMPLATES["fusion"]
+
+    @property
+    def space(self) -> Space:
+        return Space(tuple(Knob(c.knob, (c.default, 1 - c.default)) for c in self.choices))
+
+    def schedule(self, config: dict | None) -> Schedule:
+        """The segment fused by plan ``config`` (None: the default plan), each kernel with its
+        stored config or its default schedule."""
+        return plan_schedule(self.graph, self.target, config or {}, self.configs.get)
+
+    @property
+    def description(self) -> str:
+        return f"fusion plan of {len(self.graph.compute_ops)} stages ({len(self.choices)} choices): " + \
+            super().description.split(": ", 1)[1]
+
+
+def plan_schedule(g: Graph, target, plan: dict, kernel_config) -> Schedule:
+    """Segment ``g`` fused by ``plan``, every root stage scheduled with ``kernel_config(key)`` of
+    its stage graph's workload key (a config that no longer applies: the default schedule)."""
+    from ..dsl.errors import ConfigError, ScheduleError
+    from ..schedules.fusion import try_template
+    from ..schedules.templates.families import templates_for
+    hw = target.hardware
+    s = Schedule(g)
+    fuse(s, hw, plan)
+    for name in [n for n, st in s.stages.items() if st.attach == ("root",)]:
+        st = s.stage(name)
+        config = kernel_config(workload_key(stage_graph(s, st)))
+        if config:
+            try:
+                if try_template(s, st, templates_for(hw)[classify(st, s)], config, hw):
+                    continue
+            except (ConfigError, ScheduleError):
+                pass
+        stage_default(s, st, hw)
+    return s
+
+
+def stored_plan(db, g: Graph, target) -> dict:
+    """The plan to compile segment ``g`` with: its confirmed winner, else its fastest measured
+    plan, else the default plan ({})."""
+    if db is None:
+        return {}
+    key = plan_key(g)
+    win = db.winner(key, target.key)
+    if win is not None:
+        return win["config"]
+    best = db.best(key, target.key)
+    return best.config if best is not None else {}
+
+
+def segment_plans(outputs, inputs, target) -> list[PlanTask]:
+    """A PlanTask per compute segment of the graph computing ``outputs``."""
+    from ..runtime.module import plan_segments
+    graph = Graph(list(outputs), inputs)
+    return [PlanTask(Graph(outs, ins), target) for item in plan_segments(graph)
+            if isinstance(item, tuple) for outs, ins in [item]]
+
+
+def kernel_configs(db, target) -> dict:
+    """workload key -> the config its kernels run with in plans: the confirmed winner, else the
+    fastest trial (a snapshot: measurement threads never touch the database)."""
+    out = {}
+    for w in db.workloads():
+        best = db.best(w["key"], target.key)
+        if best is not None:
+            out[w["key"]] = best.config
+    out.update({w["workload"]: w["config"] for w in db.winners(target=target.key)})
+    return out
+
+
+def search_plans(run, task: PlanTask, budget: int) -> int:
+    """Greedy plan search for ``task`` with at most ``budget`` measurements (``run``: the tuning
+    run, autotune/tune.py); returns the measurements made."""
+    db, target = run.db, run.target
+    task.register(db)
+    task.configs = kernel_configs(db, target)
+    done = db.measured_configs(task.key, target.key)
+    spent = 0
+
+    def timed(plan: dict):
+        nonlocal spent
+        k = config_key(plan)
+        if k not in done:
+            if spent >= budget:
+                return None
+            r = run.measurer(task).measure([plan or None])[0]
+            run.record(task, r)
+            spent += 1
+            run.bar.update(1)
+            done[k] = db.measured_configs(task.key, target.key).get(k)
+        t = done.get(k)
+        return t.median if t is not None and t.ok else None
+
+    best_plan, best = {}, timed({})
+    for c in task.choices:
+        if best is None or spent >= budget:
+            break
+        trial = {**best_plan, c.knob: 1 - best_plan.get(c.knob, c.default)}
+        t = timed(trial)
+        if t is not None and t < best * (1 - GAIN):
+            best_plan, best = trial, t
+            log.info("%s: %s=%d makes the segment %.1f us", task.description, c.knob, trial[c.knob], t * 1e6)
+    return spent
+
+
+__all__ = ["GAIN", "PlanTask", "plan_key", "plan_schedule", "search_plans", "segment_plans", "stored_plan"]

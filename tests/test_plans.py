@@ -1,0 +1,93 @@
+"""Measured fusion plans (autotune/plans.py): every plan of every corpus module computes XLA's
+outputs; tuning measures plans end to end within the trial budget, stores the winner, and tuned
+compiles use it; a recorded plan is checked by the fusion template."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hlotune
+from hlotune.autotune.database import Database
+from hlotune.autotune.plans import plan_key, plan_schedule, segment_plans
+from hlotune.autotune.records import validate_record
+from hlotune.cli import check_outputs
+from hlotune.dsl.errors import ConfigError
+from hlotune.dsl.tensor import Graph
+from hlotune.runtime.module import CompiledGraph
+from hlotune.runtime.targets import get_target
+
+DATA = Path(__file__).parent / "data" / "hlo"
+MANIFEST = json.loads((DATA / "manifest.json").read_text())
+CPU = get_target("cpu")
+
+
+def plans_of(task) -> list[dict]:
+    """The default plan, each decision flipped alone, and every decision flipped."""
+    flips = [{c.knob: 1 - c.default} for c in task.choices]
+    every = {k: v for f in flips for k, v in f.items()}
+    return [{}] + flips + ([every] if len(flips) > 1 else [])
+
+
+@pytest.mark.parametrize("name", [m["name"] for m in MANIFEST])
+def test_every_plan_of_every_corpus_module_matches_xla(name):
+    m = hlotune.load_hlo(DATA / f"{name}.hlo")
+    z = np.load(DATA / f"{name}.npz")
+    ins = [z[f"arg{k}"] for k in range(len(m.params))]
+    segments = {plan_key(p.graph): p for p in segment_plans(m.outputs, m.params, CPU)}
+    n = max((len(plans_of(p)) for p in segments.values()), default=1)
+    for k in range(n):
+        def schedule_fn(g, k=k):
+            p = segments.get(plan_key(g))
+            plans = plans_of(p) if p is not None else [{}]
+            return plan_schedule(g, CPU, plans[min(k, len(plans) - 1)], {}.get)
+        outs = CompiledGraph(m.outputs, m.params, CPU, schedule_fn)(*ins)
+        rows = check_outputs(outs if isinstance(outs, tuple) else (outs,), DATA / f"{name}.npz")
+        assert all(r["ok"] for r in rows), (k, rows)
+
+
+def test_tuning_measures_plans_within_the_budget_and_compile_uses_the_winner(tmp_path):
+    m = hlotune.load_hlo(DATA / "mlp_block.hlo")
+    db_path = tmp_path / "p.db"
+    res = hlotune.tune(m, target="cpu", trials=20, db=str(db_path), tuner="random", progress=False, repeat=2,
+                       min_repeat_ms=1.0)
+    fusion = [r for r in res if r.task.family == "fusion"]
+    assert len(fusion) == 1 and fusion[0].trials >= 2
+    db = Database(db_path)
+    measured = [t for t in db.history() if t.failure != "invalid" and t.run]
+    assert len(measured) <= 20         # kernels and plans share the budget
+    ptask = fusion[0].task
+    # store a plan as the segment's winner: the tuned compile fuses with it
+    flip = {ptask.choices[0].knob: 1 - ptask.choices[0].default}
+    t = db.best(ptask.key, CPU.key)
+    db.set_winner(ptask.key, CPU.key, flip, (t.median, t.median * 0.9, t.median * 1.1), None, [])
+    from hlotune.autotune.task import tuned_schedule_fn
+    got = tuned_schedule_fn(db, CPU)(ptask.graph)
+    from hlotune.schedules.fusion import fuse
+    from hlotune.schedules.schedule import Schedule
+    want = Schedule(ptask.graph)
+    fuse(want, CPU.hardware, flip)
+    inlined = lambda s: {n for n, st in s.stages.items() if st.attach == ("inline",)}   # noqa: E731
+    assert inlined(got) == inlined(want) != inlined(tuned_schedule_fn(None, CPU)(ptask.graph))
+    ins = m.random_inputs()
+    np.testing.assert_allclose(hlotune.compile(m, "cpu", db=str(db_path))(*ins), hlotune.compile(m, "cpu")(*ins),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_recorded_plans_are_checked():
+    rec = {"workload": {"family": "fusion"}, "target": {"kind": "cpu"}, "config": {"inline3": 1, "epilogue7": 0}}
+    validate_record(rec)
+    for bad in ({"inline": 1}, {"inline3": 2}, {"tile_x": 4}, {"epilogue1": "yes"}):
+        with pytest.raises(ConfigError):
+            validate_record({**rec, "config": bad})
+
+
+def test_a_segment_without_choices_has_no_plan_task():
+    from hlotune import dsl
+    A = dsl.placeholder((8, 8), "float32", name="A")
+    B = dsl.compute((8, 8), lambda i, j: A[i, j] * 2.0, name="B")
+    (p,) = segment_plans([B], [A], CPU)
+    assert p.choices == [] and plan_key(Graph([B], [A])) == p.key
