@@ -450,11 +450,6 @@ def test_bad_operands_fail_in_lowering_with_the_op_line():
 @pytest.mark.parametrize("body,op", [
     ("%0 = stablehlo.fft %arg0, type = FFT, length = [4] : (tensor<4xf32>) -> tensor<4xf32>", "stablehlo.fft"),
     ("%0 = stablehlo.constant dense_resource<__elided__> : tensor<4xf32>", "stablehlo.constant"),
-    (('%c = stablehlo.constant dense<0.0> : tensor<f32>\n    %0 = "stablehlo.select_and_scatter"(%arg0, %arg0, %c) '
-      "<{window_dimensions = array<i64: 1>}> ({\n    ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n"
-      "      %1 = stablehlo.compare GE, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>\n"
-      "      stablehlo.return %1 : tensor<i1>\n    }) : (tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> tensor<4xf32>"),
-     "stablehlo.select_and_scatter"),
 ])
 def test_unsupported_ops_are_named(body, op):
     text = module(f"    {body}\n    return %0 : tensor<4xf32>")

@@ -31,6 +31,7 @@ from .handlers import (
     linalg,
     random,
     reduce,
+    select_scatter,
     shape,
     types,
 )
@@ -45,6 +46,7 @@ HANDLERS: dict[str, Callable] = {
     **elementwise.HANDLERS, **shape.HANDLERS, **indexing.HANDLERS, **dot_conv.HANDLERS,
     **reduce.HANDLERS, **control.HANDLERS, **chlo.HANDLERS, **types.HANDLERS,
     **random.HANDLERS, **collective.HANDLERS, **linalg.HANDLERS, **custom_call.HANDLERS,
+    **select_scatter.HANDLERS,
 }
 
 

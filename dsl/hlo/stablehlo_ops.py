@@ -504,6 +504,18 @@ def _triangular_solve(cv, comp, op):
     return cv.emit(comp, op, "triangular-solve", attrs)
 
 
+@_op("stablehlo.select_and_scatter", hlo="select-and-scatter")
+def _select_and_scatter(cv, comp, op):
+    if len(op.regions) != 2:
+        raise cv.error("stablehlo.select_and_scatter needs a select and a scatter region", op.tok)
+    (_, x), _, _ = cv.operands(comp, op, 3)
+    size = _ints(cv, op, "window_dimensions", (1,) * x.rank)
+    window = _window(cv, op, size, "window_strides", "padding", "lhs_dilation", "rhs_dilation", None)
+    attrs = {"window": window, "select": cv.scalar_region(comp, op, 0),
+             "scatter": cv.scalar_region(comp, op, 1)}
+    return cv.emit(comp, op, "select-and-scatter", attrs)
+
+
 @_op("stablehlo.rng_bit_generator", hlo="rng-bit-generator")
 def _rng_bit_generator(cv, comp, op):
     alg = op.attrs.get("rng_algorithm", op.attrs.get("algorithm", "DEFAULT"))
