@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -43,7 +43,14 @@ class QuantType:
 class QuantShape(ArrayShape):
     """A quantized tensor type: the array of its storage integers, and how to read them."""
 
-    quant: QuantType | None = None
+    quant: QuantType | None = field(default=None, compare=False)
+
+    def __eq__(self, other) -> bool:     # in HLO it is its storage array: equal to that
+        return isinstance(other, ArrayShape) and not other.is_tuple and \
+            (self.element_type, self.dims, self.layout) == (other.element_type, other.dims, other.layout)
+
+    def __hash__(self) -> int:
+        return hash((self.element_type, self.dims, self.layout))
 
     def __str__(self) -> str:
         return super().__str__() + "!quant"
@@ -111,16 +118,15 @@ def _scalar(comp, op, et: str, v, dims) -> str:
 
 
 def _dequantize(cv, comp, op, value) -> tuple[str, ArrayShape]:
-    """``(storage - zero_point) * scale`` in the expressed type."""
+    """``(storage - zero_point) * scale`` in the expressed type (the difference is exact there;
+    in the storage type ``127 - (-3)`` would wrap)."""
     name, shape = value
     q = shape.quant
-    st = ArrayShape(q.storage, shape.dims)
     f = ArrayShape(q.expressed, shape.dims)
-    scale, zp = _params(cv, comp, op, q, st, "deq")
-    zp_st = comp.add("convert", st, [zp], None, op.tok, "deq")[0]
-    sub = comp.add("subtract", st, [name, zp_st], None, op.tok, "deq")[0]
-    x = comp.add("convert", f, [sub], None, op.tok, "deq")[0]
-    return comp.add("multiply", f, [x, scale], None, op.tok, "deq")
+    scale, zp = _params(cv, comp, op, q, f, "deq")
+    x = comp.add("convert", f, [name], None, op.tok, "deq")[0]
+    sub = comp.add("subtract", f, [x, zp], None, op.tok, "deq")[0]
+    return comp.add("multiply", f, [sub, scale], None, op.tok, "deq")
 
 
 def _quantize(cv, comp, op, value, result: QuantShape) -> tuple[str, QuantShape]:

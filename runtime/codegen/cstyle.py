@@ -309,6 +309,8 @@ class CStyleRenderer:
     has_double = True
 
     def bitcast(self, s: str, src: DType, d: DType) -> str:
+        if src is d:
+            return s
         if src.bits < 8 or d.bits < 8 or src.format is not None or d.format is not None:
             return self.bits_cast(s, src, d)
         if src is dt.bfloat16:
@@ -319,6 +321,8 @@ class CStyleRenderer:
             return f"hl_bf16_to_f32(({self.ctype(dt.uint16)}){self.bitcast(s, src, dt.uint16)})"
         if d is dt.float16:
             return f"hl_f16bits_to_f32({self.bitcast(s, src, dt.uint16)})"
+        if src is d:
+            return s
         return f"hl_bitcast_{self.suffix(src)}_{self.suffix(d)}({s})"
 
     def bits_cast(self, s: str, src: DType, d: DType) -> str:
