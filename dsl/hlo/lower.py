@@ -29,6 +29,7 @@ from .handlers import (
     elementwise,
     indexing,
     linalg,
+    normalize,
     random,
     reduce,
     select_scatter,
@@ -46,7 +47,7 @@ HANDLERS: dict[str, Callable] = {
     **elementwise.HANDLERS, **shape.HANDLERS, **indexing.HANDLERS, **dot_conv.HANDLERS,
     **reduce.HANDLERS, **control.HANDLERS, **chlo.HANDLERS, **types.HANDLERS,
     **random.HANDLERS, **collective.HANDLERS, **linalg.HANDLERS, **custom_call.HANDLERS,
-    **select_scatter.HANDLERS,
+    **select_scatter.HANDLERS, **normalize.HANDLERS,
 }
 
 
