@@ -27,6 +27,7 @@ from .handlers import (
     custom_call,
     dot_conv,
     elementwise,
+    fft,
     indexing,
     linalg,
     normalize,
@@ -47,7 +48,7 @@ HANDLERS: dict[str, Callable] = {
     **elementwise.HANDLERS, **shape.HANDLERS, **indexing.HANDLERS, **dot_conv.HANDLERS,
     **reduce.HANDLERS, **control.HANDLERS, **chlo.HANDLERS, **types.HANDLERS,
     **random.HANDLERS, **collective.HANDLERS, **linalg.HANDLERS, **custom_call.HANDLERS,
-    **select_scatter.HANDLERS, **normalize.HANDLERS,
+    **select_scatter.HANDLERS, **normalize.HANDLERS, **fft.HANDLERS,
 }
 
 

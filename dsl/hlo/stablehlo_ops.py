@@ -516,6 +516,13 @@ def _select_and_scatter(cv, comp, op):
     return cv.emit(comp, op, "select-and-scatter", attrs)
 
 
+@_op("stablehlo.fft", hlo="fft")
+def _fft(cv, comp, op):
+    kind = op.attrs.get("fft_type", op.attrs.get("type", "FFT"))
+    length = _ints(cv, op, "fft_length", None) if "fft_length" in op.attrs else _ints(cv, op, "length")
+    return cv.emit(comp, op, "fft", {"fft_type": str(kind), "fft_length": length})
+
+
 @_op("stablehlo.rng_bit_generator", hlo="rng-bit-generator")
 def _rng_bit_generator(cv, comp, op):
     alg = op.attrs.get("rng_algorithm", op.attrs.get("algorithm", "DEFAULT"))
