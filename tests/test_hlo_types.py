@@ -283,3 +283,60 @@ def test_mutated_texts_with_new_types_parse_and_lower_or_raise_located_errors(k,
         assert e.file == "t.mlir" and e.line >= 1 and "internal" not in e.reason, str(e)
     except UnsupportedOpError as e:
         assert e.opcode and "unsupported" in str(e)
+
+
+# ----------------------------------------------------------------------------- dots on the new types
+
+def test_float8_dot_accumulates_in_f32_and_rounds_once():
+    text = """HloModule m
+ENTRY e {
+  a = f8e4m3fn[4,64] parameter(0)
+  b = f8e4m3fn[64,3] parameter(1)
+  ROOT d = f8e4m3fn[4,3] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}"""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((4, 64)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((64, 3)).astype(ml_dtypes.float8_e4m3fn)
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(ml_dtypes.float8_e4m3fn)
+    (got,), (ref,) = run(text, a, b)
+    for r in (got, ref):    # summation order aside, one rounding: within one f8 step of the exact
+        np.testing.assert_allclose(r.astype(np.float32), want.astype(np.float32), rtol=0.07, atol=0.02)
+
+
+def test_complex_convolution_matches_numpy():
+    text = """HloModule m
+ENTRY e {
+  x = c64[1,6,2] parameter(0)
+  w = c64[3,2,2] parameter(1)
+  ROOT y = c64[1,4,2] convolution(x, w), window={size=3}, dim_labels=b0f_0io->b0f
+}"""
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal((1, 6, 2)) + 1j * rng.standard_normal((1, 6, 2))).astype(np.complex64)
+    w = (rng.standard_normal((3, 2, 2)) + 1j * rng.standard_normal((3, 2, 2))).astype(np.complex64)
+    want = np.stack([np.einsum("ki,kio->o", x[0, s:s + 3].astype(np.complex128), w.astype(np.complex128))
+                     for s in range(4)])[None]
+    (got,), (ref,) = run(text, x, w)
+    for r in (got, ref):
+        np.testing.assert_allclose(r, want, rtol=1e-5, atol=1e-5)
+
+
+def test_quantized_dot_general_dequantizes_multiplies_and_quantizes():
+    text = """func.func @main(%a: tensor<2x3xf32>, %b: tensor<3x2xf32>) -> tensor<2x2xi8> {
+  %qa = stablehlo.uniform_quantize %a : (tensor<2x3xf32>) -> tensor<2x3x!quant.uniform<i8:f32, 0.05:2>>
+  %qb = stablehlo.uniform_quantize %b : (tensor<3x2xf32>) -> tensor<3x2x!quant.uniform<i8:f32:1, {0.1,0.02:-4}>>
+  %d = stablehlo.dot_general %qa, %qb, contracting_dims = [1] x [0] : (tensor<2x3x!quant.uniform<i8:f32, 0.05:2>>, tensor<3x2x!quant.uniform<i8:f32:1, {0.1,0.02:-4}>>) -> tensor<2x2x!quant.uniform<i32:f32, 0.01>>
+  %c = stablehlo.uniform_quantize %d : (tensor<2x2x!quant.uniform<i32:f32, 0.01>>) -> tensor<2x2x!quant.uniform<i8:f32, 0.25:1>>
+  %r = stablehlo.bitcast_convert %c : (tensor<2x2x!quant.uniform<i8:f32, 0.25:1>>) -> tensor<2x2xi8>
+  func.return %r : tensor<2x2xi8>
+}"""
+    a = np.array([[1.0, -0.5, 2.0], [0.3, 0.0, -1.25]], np.float32)
+    b = np.array([[0.5, 0.1], [-1.0, 0.2], [0.25, -0.3]], np.float32)
+    qa = _quantize(a, np.float32(0.05), 2, -128, 127)
+    sb, zb = np.array([0.1, 0.02], np.float32), np.array([0, -4])
+    qb = _quantize(b, sb, zb, -128, 127)
+    fa, fb = (qa - 2).astype(np.float32) * np.float32(0.05), (qb - zb).astype(np.float32) * sb
+    d = _quantize(fa @ fb, np.float32(0.01), 0, -2**31, 2**31 - 1)
+    want = _quantize(d.astype(np.float32) * np.float32(0.01), np.float32(0.25), 1, -128, 127)
+    (got,), (ref,) = run(text, a, b)
+    np.testing.assert_array_equal(got.astype(np.int64), want)
+    np.testing.assert_array_equal(ref.astype(np.int64), want)

@@ -163,13 +163,48 @@ def test_every_code_converts_to_every_narrow_type(d):
 
 def test_bitcast_keeps_the_code():
     """bitcast f8 <-> u8/s8 and f4 <-> u4/s4 moves codes (finite values round-trip exactly)."""
+    def bitcast(c, t):
+        return dsl.compute(c.shape, lambda i: dsl.bitcast(c[i], t), name=f"b_{t.name}")
     for d, u, s in ((dt.float8_e4m3fn, dt.uint8, dt.int8), (dt.float4_e2m1fn, dt.uint4, dt.int4)):
         c = dsl.placeholder((1 << d.bits,), d, "c")
-        outs = [dsl.compute(c.shape, lambda i: dsl.bitcast(c[i], u), name="b_u"),
-                dsl.compute(c.shape, lambda i: dsl.bitcast(c[i], s), name="b_s")]
+        outs = [bitcast(c, u), bitcast(c, s)]
         x = codes(d)
         gu, gs = CompiledGraph(outs, [c], "cpu")(x)
         finite = np.isfinite(x.astype(np.float32))
         np.testing.assert_array_equal(gu.astype(np.int64)[finite], np.arange(1 << d.bits)[finite])
         want_s = np.arange(1 << d.bits) - ((np.arange(1 << d.bits) >> (d.bits - 1)) << d.bits)
         np.testing.assert_array_equal(gs.astype(np.int64)[finite], want_s[finite])
+
+
+def _opencl():
+    try:
+        from hlotune.runtime.targets import get_target
+        return get_target("opencl")
+    except Exception:  # noqa: BLE001  (no driver or device: skipped with the reason)
+        return None
+
+
+@pytest.mark.parametrize("d", (dt.float8_e4m3fn, dt.float8_e5m2fnuz, dt.float8_e8m0fnu, dt.float4_e2m1fn),
+                         ids=lambda d: d.name)
+def test_opencl_conversions_and_arithmetic_match(d):
+    """The same helpers in OpenCL C: every f16 value and every code convert as ml_dtypes; sums of
+    every pair of codes as the reference."""
+    t = _opencl()
+    if t is None:
+        pytest.skip("no OpenCL device")
+    x = np.arange(1 << 16, dtype=np.uint16).view(np.float16).astype(np.float32)
+    xp = dsl.placeholder(x.shape, "float32", "x")
+    c = dsl.placeholder((1 << d.bits,), d, "c")
+    n = 1 << d.bits
+    a = dsl.placeholder((n, n), d, "a")
+    b = dsl.placeholder((n, n), d, "b")
+    outs = [dsl.compute(x.shape, lambda i: xp[i].astype(d), name="enc"),
+            dsl.compute(c.shape, lambda i: c[i].astype("float32"), name="dec"),
+            dsl.compute((n, n), lambda i, j: a[i, j] + b[i, j], name="add")]
+    cc = codes(d)
+    xa, xb = np.repeat(cc, n).reshape(n, n), np.tile(cc, n).reshape(n, n)
+    enc, dec, add = CompiledGraph(outs, [xp, c, a, b], t)(x, cc, xa, xb)
+    with np.errstate(over="ignore", invalid="ignore"):
+        np.testing.assert_array_equal(bits_of(enc), bits_of(x.astype(d.np)))
+    np.testing.assert_array_equal(bits_of(dec), bits_of(cc.astype(np.float32)))
+    assert _same(add, evaluate(outs[2:], [xa, xb], [a, b])[0]).all()

@@ -168,3 +168,19 @@ ENTRY e {
         np.testing.assert_array_equal(res[1].astype(int), v)
         np.testing.assert_array_equal(res[2], v)
         np.testing.assert_array_equal(res[3].astype(int), x)
+
+
+def test_opencl_every_op_on_every_pair_of_int4():
+    try:
+        from hlotune.runtime.targets import get_target
+        t = get_target("opencl")
+    except Exception:  # noqa: BLE001  (no driver or device: skipped with the reason)
+        pytest.skip("no OpenCL device")
+    d = dt.int4
+    v = values(d)
+    n = len(v)
+    xa = np.array([[x] * n for x in v], np.int64).astype(d.np)
+    xb = np.array([v] * n, np.int64).astype(d.np)
+    outs, ins = _graph(d)
+    for g, r in zip(CompiledGraph(outs, ins, t)(xa, xb), evaluate(outs, [xa, xb], ins)):
+        np.testing.assert_array_equal(g.astype(np.int64), r.astype(np.int64))

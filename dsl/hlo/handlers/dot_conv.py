@@ -17,11 +17,12 @@ from .common import all_of, dims_of, dtype_of, ew, ints, load, reduce_compute, u
 
 
 def _acc_type(d: DType) -> DType:
-    return dt.float32 if d.is_float and d.bits == 16 else d
+    """Floats under 32 bits (16-bit, float8/6/4) accumulate in f32 and round once at the end."""
+    return dt.float32 if d.is_narrow_float else d
 
 
 def _finish(instr, acc_tensor, out_dt: DType):
-    """Round an f32 accumulator to a 16-bit float result (identity otherwise)."""
+    """Round an f32 accumulator to a narrow float result (identity otherwise)."""
     if acc_tensor.dtype is out_dt:
         return acc_tensor
     return ew(instr, acc_tensor.shape, lambda *i: cast(load(acc_tensor, i), out_dt))
