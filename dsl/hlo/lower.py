@@ -31,6 +31,7 @@ from .handlers import (
     indexing,
     linalg,
     normalize,
+    ragged,
     random,
     reduce,
     select_scatter,
@@ -49,6 +50,7 @@ HANDLERS: dict[str, Callable] = {
     **reduce.HANDLERS, **control.HANDLERS, **chlo.HANDLERS, **types.HANDLERS,
     **random.HANDLERS, **collective.HANDLERS, **linalg.HANDLERS, **custom_call.HANDLERS,
     **select_scatter.HANDLERS, **normalize.HANDLERS, **fft.HANDLERS,
+    **ragged.HANDLERS,
 }
 
 
@@ -202,8 +204,10 @@ def supported_ops_markdown() -> str:
              "Every op lowers to tensor-expression `compute` definitions with XLA's semantics, except",
              f"the extern ops ({', '.join(EXTERN_OPS)}), which run on the host with numpy and run",
              "their sub-computations (loop bodies, branches, comparators) through compiled code.",
-             "custom-call supports the TopK target only; `rng` and complex types raise",
-             "`UnsupportedOpError` naming the op and its line.", "",
+             "custom-call supports the TopK target only; `rng` raises",
+             "`UnsupportedOpError` naming the op and its line. Every element type lowers: pred, s2 to",
+             "s64, u2 to u64, f16, bf16, f32, f64, c64, c128, the f8 types, f6e2m3fn, f6e3m2fn and",
+             "f4e2m1fn (`dsl/dtypes.py` says how each is stored and computed).", "",
              "| opcode | semantics and attributes |", "|---|---|"]
     for op in sorted(HANDLERS):
         doc = (HANDLERS[op].__doc__ or "").strip().split("\n\n")[0]

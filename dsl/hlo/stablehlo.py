@@ -530,6 +530,23 @@ class _Parser(TextParser):
         self.expect("]", " after the tuple index")
         self.tail(op)
 
+    def scan_form(self, op: MlirOp) -> None:
+        """``(%x, ...) inits(%c, ...) dimension=N [attributes {..}] {region} : types``"""
+        self.expect("(", " to open the scan inputs")
+        op.operands = self.items(self.use, ")", "the scan inputs")
+        op.attrs["num_inputs"] = len(op.operands)
+        self.expect("inits", " before the scan's initial carries")
+        self.expect("(", " to open the initial carries")
+        op.operands += self.items(self.use, ")", "the initial carries")
+        while self.peek().kind == "word" and self.at("=", 1):
+            key = self.next().text
+            self.next()
+            op.attrs[key] = self.attr_value(False)
+        if self.accept("attributes"):
+            op.attrs.update(self.attr_dict())
+        op.regions = [self.region(None)]
+        self.tail(op)
+
     def sharding_form(self, op: MlirOp) -> None:
         """``%x <@mesh, [{"x"}, {}]> : type`` (Shardy's sharding constraint)."""
         op.operands = [self.use()]
@@ -888,6 +905,7 @@ _PRETTY = {
     "stablehlo.get_tuple_element": _Parser.gte_form,
     "chlo.top_k": _Parser.top_k_form,
     "sdy.sharding_constraint": _Parser.sharding_form,
+    "chlo.scan": _Parser.scan_form,
 }
 
 

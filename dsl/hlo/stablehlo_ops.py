@@ -523,6 +523,29 @@ def _fft(cv, comp, op):
     return cv.emit(comp, op, "fft", {"fft_type": str(kind), "fft_length": length})
 
 
+@_op("chlo.ragged_dot", hlo="ragged-dot")
+def _ragged_dot(cv, comp, op):
+    dn = _dims_dict(cv, op, "ragged_dot_dimension_numbers")
+    keys = {"lhs_batch_dims": "lhs_batching_dimensions", "rhs_batch_dims": "rhs_batching_dimensions",
+            "lhs_contracting_dims": "lhs_contracting_dimensions",
+            "rhs_contracting_dims": "rhs_contracting_dimensions",
+            "lhs_ragged_dims": "lhs_ragged_dimensions", "rhs_group_dims": "rhs_group_dimensions"}
+    return cv.emit(comp, op, "ragged-dot", {k: _ints(cv, op, v, (), dn) for k, v in keys.items()})
+
+
+@_op("chlo.scan", hlo="chlo.scan")
+def _scan(cv, comp, op):
+    if len(op.regions) != 1:
+        raise cv.error("chlo.scan needs one body region", op.tok)
+    free = _free_values(op.regions)
+    if free:
+        raise cv.unsupported(op, f"its body uses %{free[0][0]}, defined outside it")
+    attrs = {"num_inputs": _int(cv, op, "num_inputs", 0), "dimension": _int(cv, op, "dimension"),
+             "is_reverse": bool(op.attrs.get("is_reverse", False)),
+             "to_apply": cv.region(op.regions[0], cv.comp_name(comp, op))}
+    return cv.emit(comp, op, "chlo.scan", attrs, variadic=True)
+
+
 @_op("stablehlo.rng_bit_generator", hlo="rng-bit-generator")
 def _rng_bit_generator(cv, comp, op):
     alg = op.attrs.get("rng_algorithm", op.attrs.get("algorithm", "DEFAULT"))
