@@ -300,3 +300,25 @@ def test_chlo_ops_check_their_operands():
     bad = _binary_module("mulhi", "f32", 4)
     with pytest.raises(UnsupportedOpError, match="chlo.mulhi.*integer"):
         lower_module(parse_stablehlo(bad))
+
+
+def test_broadcasting_chlo_ops_constants_and_conj():
+    text = """func.func @main(%a: tensor<2x3xf32>, %b: tensor<3xf32>, %s: tensor<f32>)
+        -> (tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) {
+      %0 = chlo.broadcast_add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+      %1 = chlo.broadcast_compare %a, %b {comparison_direction = #chlo<comparison_direction GT>} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xi1>
+      %2 = chlo.broadcast_power %s, %a : (tensor<f32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+      %3 = "chlo.constant_like"(%a) {value = 1.5 : f32} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+      %4 = chlo.conj %a : tensor<2x3xf32> -> tensor<2x3xf32>
+      %5 = chlo.broadcast_next_after %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+      return %0, %1, %2, %3, %4, %5 : tensor<2x3xf32>, tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>
+    }"""
+    a, b, s = np.arange(6, dtype=F32).reshape(2, 3), F32([1, 5, 2]), F32(2)
+    low = lower_module(parse_stablehlo(text))
+    add, gt, pw, one5, conj, nxt = evaluate(low.outputs, [a, b, s])
+    np.testing.assert_array_equal(add, a + b)
+    np.testing.assert_array_equal(gt, a > b)
+    np.testing.assert_allclose(pw, s ** a)
+    np.testing.assert_array_equal(one5, np.full((2, 3), 1.5, F32))
+    np.testing.assert_array_equal(conj, a)
+    np.testing.assert_array_equal(nxt, np.nextafter(a, np.broadcast_to(b, a.shape)))

@@ -546,6 +546,84 @@ def _scan(cv, comp, op):
     return cv.emit(comp, op, "chlo.scan", attrs, variadic=True)
 
 
+def _to_shape(cv, comp, op, value, out: ArrayShape, dims=None):
+    """``value`` broadcast numpy-style (or along ``dims``) to ``out``'s dims, keeping its type."""
+    name, shape = value
+    if shape.dims == out.dims:
+        return name
+    dims = tuple(range(out.rank - shape.rank, out.rank)) if dims is None else tuple(dims)
+    if len(dims) != shape.rank or any(shape.dims[k] not in (1, out.dims[d]) for k, d in enumerate(dims)):
+        raise cv.error(f"cannot broadcast {shape} to {out.dims} along {list(dims)}", op.tok)
+    keep = [k for k, d in enumerate(dims) if shape.dims[k] == out.dims[d]]
+    if len(keep) < shape.rank:
+        name = comp.add("reshape", ArrayShape(shape.element_type, tuple(shape.dims[k] for k in keep)),
+                        [name], None, op.tok, cv.hint(op))[0]
+    full = ArrayShape(shape.element_type, out.dims)
+    return comp.add("broadcast", full, [name], {"dimensions": tuple(dims[k] for k in keep)}, op.tok,
+                    cv.hint(op))[0]
+
+
+_CHLO_BROADCAST = {f"broadcast_{n}": n.replace("_", "-") for n in (
+    "add", "and", "atan2", "complex", "divide", "maximum", "minimum", "multiply", "or", "power",
+    "remainder", "shift_left", "shift_right_arithmetic", "shift_right_logical", "subtract", "xor")}
+_CHLO_BROADCAST.update({"broadcast_next_after": "chlo.next_after", "broadcast_polygamma": "chlo.polygamma",
+                        "broadcast_zeta": "chlo.zeta", "broadcast_compare": "compare",
+                        "broadcast_select": "select"})
+
+
+def _chlo_broadcast(cv, comp, op):
+    """A CHLO broadcasting op: its operands broadcast to the result's dims (numpy style, or
+    ``broadcast_dimensions`` for the first of two of different ranks), then the plain op."""
+    (out,) = cv.one_result(op)
+    ins = cv.operands(comp, op)
+    dims = op.attrs.get("broadcast_dimensions")
+    names = []
+    for k, v in enumerate(ins):
+        d = _ints(cv, op, "broadcast_dimensions") if dims is not None and v[1].rank < out.rank and \
+            len(ins) == 2 else None
+        names.append(_to_shape(cv, comp, op, v, ArrayShape(v[1].element_type, out.dims), d))
+    attrs = None
+    if op.name == "chlo.broadcast_compare":
+        attrs = {"direction": str(op.attrs.get("comparison_direction"))}
+        if op.attrs.get("compare_type") is not None:
+            attrs["type"] = str(op.attrs["compare_type"])
+    return cv.emit(comp, op, _CHLO_BROADCAST[op.name.split(".")[-1]], attrs, operands=names)
+
+
+for _name, _hlo in _CHLO_BROADCAST.items():
+    _op(f"chlo.{_name}", hlo=f"{_hlo} (after broadcasting the operands)")(_chlo_broadcast)
+
+
+@_op("chlo.conj", hlo="copy (a real type), or complex(real, -imag)")
+def _conj(cv, comp, op):
+    ((x, shape),) = cv.operands(comp, op, 1)
+    if not shape.element_type.startswith("c"):
+        return cv.emit(comp, op, "copy")
+    part = ArrayShape({"c64": "f32", "c128": "f64"}[shape.element_type], shape.dims)
+    re = comp.add("real", part, [x], None, op.tok, cv.hint(op))[0]
+    im = comp.add("imag", part, [x], None, op.tok, cv.hint(op))[0]
+    neg = comp.add("negate", part, [im], None, op.tok, cv.hint(op))[0]
+    return cv.emit(comp, op, "complex", operands=[re, neg])
+
+
+@_op("chlo.constant", hlo="constant")
+def _chlo_constant(cv, comp, op):
+    return _constant(cv, comp, op)
+
+
+@_op("chlo.constant_like", hlo="broadcast (of a scalar constant)")
+def _constant_like(cv, comp, op):
+    value = op.attrs.get("value")
+    (out,) = cv.one_result(op)
+    if isinstance(value, DenseAttr):
+        value = value.values().reshape(-1)[0]
+    if not isinstance(value, (int, float, bool, np.generic)):
+        raise cv.error("chlo.constant_like needs a scalar 'value'", op.tok)
+    c = comp.add("constant", ArrayShape(out.element_type, ()), (), None, op.tok, cv.hint(op),
+                 np.asarray(value))
+    return cv.emit(comp, op, "broadcast", {"dimensions": ()}, operands=[c[0]])
+
+
 @_op("stablehlo.rng_bit_generator", hlo="rng-bit-generator")
 def _rng_bit_generator(cv, comp, op):
     alg = op.attrs.get("rng_algorithm", op.attrs.get("algorithm", "DEFAULT"))

@@ -5,7 +5,8 @@ is_inf, ...), ``mulhi``, ``ragged_dot`` and ``scan``.
 
 The StableHLO front-end (:mod:`..stablehlo_ops`) turns ``chlo.X`` into an instruction with the
 internal opcode ``chlo.X``; XLA's HLO text never holds one (XLA decomposes CHLO before it
-prints HLO). https://openxla.org/stablehlo/generated/chlo
+prints HLO), except the functions that newer XLA has opcodes for (``acos``, ..., ``mulhi``),
+which lower the same way. https://openxla.org/stablehlo/generated/chlo
 """
 
 from __future__ import annotations
@@ -49,4 +50,8 @@ def _make(name: str, fn, want_float: bool = True):
 HANDLERS = dict(_make(n, f) for n, f in {**FLOAT_UNARY, **FLOAT_BINARY}.items())
 HANDLERS.update([_make("mulhi", mulhi, want_float=False)])
 
-__all__ = ["HANDLERS"]
+#: HLO opcodes of these functions (newer XLA prints them instead of their expansion)
+HLO_OPCODES = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh", "mulhi")
+HANDLERS.update({op: HANDLERS[f"chlo.{op}"] for op in HLO_OPCODES})
+
+__all__ = ["HANDLERS", "HLO_OPCODES"]

@@ -67,7 +67,8 @@ def lower_get_tuple_element(ctx, instr, operands):
 
 
 def lower_identity(ctx, instr, operands):
-    """``optimization-barrier`` and ``add-dependency``: the (first) operand:
+    """``opt-barrier`` (``optimization-barrier``), ``domain`` and ``add-dependency``: the (first)
+    operand:
     https://openxla.org/xla/operation_semantics#optimizationbarrier"""
     return operands[0]
 
@@ -190,6 +191,7 @@ def lower_topk(ctx, instr, operands):
 HANDLERS = {
     "call": lower_call, "fusion": lower_call, "tuple": lower_tuple,
     "get-tuple-element": lower_get_tuple_element, "optimization-barrier": lower_identity,
+    "opt-barrier": lower_identity, "domain": lower_identity,
     "add-dependency": lower_identity, "replica-id": lower_device_id, "partition-id": lower_device_id,
     "while": lower_while, "conditional": lower_conditional, "sort": lower_sort, "topk": lower_topk,
 }
