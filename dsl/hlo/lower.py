@@ -194,7 +194,8 @@ def lower_module(module: HloModule) -> LoweredModule:
 
 
 #: opcodes that run as extern ops (host implementations), not loop nests
-EXTERN_OPS = ("while", "conditional", "sort", "scatter", "custom-call", "constant (arrays over 16 elements)")
+EXTERN_OPS = ("while", "conditional", "sort", "scatter", "custom-call", "constant (arrays over 16 elements)",
+              "topk", "rng", "rng-bit-generator", "cholesky", "triangular-solve", "fft", "chlo.scan")
 
 
 def supported_ops_markdown() -> str:
@@ -204,8 +205,9 @@ def supported_ops_markdown() -> str:
              "Every op lowers to tensor-expression `compute` definitions with XLA's semantics, except",
              f"the extern ops ({', '.join(EXTERN_OPS)}), which run on the host with numpy and run",
              "their sub-computations (loop bodies, branches, comparators) through compiled code.",
-             "custom-call supports the TopK target only; `rng` raises",
-             "`UnsupportedOpError` naming the op and its line. Every element type lowers: pred, s2 to",
+             "custom-call runs TopK, JAX's LAPACK kernels and sharding annotations; other targets,",
+             "send/recv, infeed/outfeed and collectives over several devices raise `UnsupportedOpError`",
+             "naming the op, its line and why. Every element type lowers: pred, s2 to",
              "s64, u2 to u64, f16, bf16, f32, f64, c64, c128, the f8 types, f6e2m3fn, f6e3m2fn and",
              "f4e2m1fn (`dsl/dtypes.py` says how each is stored and computed).", "",
              "| opcode | semantics and attributes |", "|---|---|"]
@@ -213,7 +215,8 @@ def supported_ops_markdown() -> str:
         doc = (HANDLERS[op].__doc__ or "").strip().split("\n\n")[0]
         doc = " ".join(x.strip() for x in doc.splitlines())
         lines.append(f"| `{op}` | {doc.replace('|', '/')} |")
-    return "\n".join(lines + _stablehlo_section()) + "\n"
+    from .opcodes import status_markdown
+    return "\n".join(lines + _stablehlo_section() + status_markdown()) + "\n"
 
 
 def _stablehlo_section() -> list[str]:

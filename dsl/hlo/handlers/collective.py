@@ -1,8 +1,8 @@
 """Collectives on one device, and the ops hlotune refuses with a reason.
 
 A module runs on one replica and one partition: every replica group holds that one device, so
-``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all`` and ``collective-broadcast``
-return their operands unchanged (a reduction over one participant is its value; gathering or
+``all-reduce``, ``all-gather``, ``reduce-scatter``, ``all-to-all``, ``collective-broadcast`` and
+``collective-reduce`` return their operands unchanged (a reduction over one participant is its value; gathering or
 scattering over a group of one is the identity), and ``collective-permute`` copies its operand
 when the device sends to itself and gives zeros when nothing is sent to it. Their async
 ``-start``/``-done`` halves do the same. A module configured for several replicas or
@@ -129,7 +129,7 @@ def _refuse(reason: str):
 
 
 _IDENTITY = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-broadcast",
-             "all-reduce-start", "all-gather-start")
+             "collective-reduce", "all-reduce-start", "all-gather-start")
 HANDLERS = {op: lower_identity_collective for op in _IDENTITY}
 HANDLERS.update({"all-reduce-done": lower_done, "all-gather-done": lower_done,
                  "collective-permute": lower_collective_permute,

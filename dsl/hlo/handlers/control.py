@@ -73,6 +73,19 @@ def lower_identity(ctx, instr, operands):
     return operands[0]
 
 
+def lower_copy_start(ctx, instr, operands):
+    """``copy-start``: (destination, source, context) of an asynchronous copy; ``copy-done``
+    gives the destination: https://openxla.org/xla/operation_semantics#copy"""
+    (x,) = operands
+    rest = [ew(instr, s.dims, lambda *i: 0, dtype_of(ctx, instr, s)) for s in instr.shape.elements[2:]]
+    return (ew(instr, x.shape, lambda *i: x[i] if x.shape else x[()]), x, *rest)
+
+
+def lower_copy_done(ctx, instr, operands):
+    """``copy-done``: the destination its ``copy-start`` wrote."""
+    return operands[0][0]
+
+
 def lower_device_id(ctx, instr, operands):
     """``replica-id``/``partition-id`` on one device: 0.
     https://openxla.org/xla/operation_semantics#replicaid"""
@@ -191,7 +204,8 @@ def lower_topk(ctx, instr, operands):
 HANDLERS = {
     "call": lower_call, "fusion": lower_call, "tuple": lower_tuple,
     "get-tuple-element": lower_get_tuple_element, "optimization-barrier": lower_identity,
-    "opt-barrier": lower_identity, "domain": lower_identity,
+    "opt-barrier": lower_identity, "domain": lower_identity, "copy-start": lower_copy_start,
+    "copy-done": lower_copy_done,
     "add-dependency": lower_identity, "replica-id": lower_device_id, "partition-id": lower_device_id,
     "while": lower_while, "conditional": lower_conditional, "sort": lower_sort, "topk": lower_topk,
 }
