@@ -1,6 +1,8 @@
 """hlotune: HLO in, tuned kernels out.
 
-Public API: the DSL (``hlotune.dsl``), ``Schedule``, ``build``; errors in ``hlotune.errors``.
+Public API: the DSL (``hlotune.dsl``), ``Schedule``, ``build``; modules: ``load_hlo``,
+``compile``, ``tune``, ``report``; from JAX: ``jit`` (hlotune's ``jax.jit``) and ``jax_op``
+(tuned kernels inside the user's ``jax.jit``); errors in ``hlotune.errors``.
 """
 
 from __future__ import annotations
@@ -23,17 +25,30 @@ from .runtime.build import Kernel, build
 from .runtime.targets import Target, get_target
 from .schedules.schedule import Schedule
 
+_LAZY = {"load_hlo": "api", "compile": "api", "tune": "api", "report": "api", "Module": "api",
+         "CompiledModule": "api", "jit": "jaxbridge", "jax_op": "jaxop"}
+
 
 def __getattr__(name):
-    # the HLO front-end loads on first use, so `import hlotune` stays light
-    if name in ("load_hlo", "compile", "tune", "report", "Module", "CompiledModule"):
-        from . import api
-        return getattr(api, name)
+    # the HLO front-end (and JAX) load on first use, so `import hlotune` stays light
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     raise AttributeError(f"module 'hlotune' has no attribute '{name}'")
+
+
+def _version() -> str:
+    """pyproject.toml's version, as installed (the one source of the version)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("hlotune")
+    except PackageNotFoundError:     # run from a source tree that was never installed
+        return "0+unknown"
+
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-__version__ = "0.1.0"
+__version__ = _version()
 __all__ = [
     "CompileError",
     "CompiledModule",
@@ -53,6 +68,8 @@ __all__ = [
     "dsl",
     "errors",
     "get_target",
+    "jax_op",
+    "jit",
     "load_hlo",
     "report",
     "tune",

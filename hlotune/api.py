@@ -63,6 +63,54 @@ class Module:
             out.append(np.asarray(a, d.np))
         return out
 
+    def param_keys(self) -> list[list[str]]:
+        """The names each parameter answers to (npz keys, keyword arguments): ``argK``, its
+        name, and its name without JAX's ``.N`` suffix (``x.1`` -> ``x``) where that is unique."""
+        import re
+        names = [t.name for t in self.params]
+        short = [re.sub(r"\.\d+$", "", n) for n in names]
+        keys = []
+        for k, (n, s) in enumerate(zip(names, short)):
+            ks = [f"arg{k}", n]
+            if s != n and short.count(s) == 1 and s not in names:
+                ks.append(s)
+            keys.append(list(dict.fromkeys(ks)))
+        return keys
+
+    def bind(self, args, named: dict) -> list:
+        """One value per parameter from positional ``args`` and keyword ``named`` (see
+        ``param_keys``); Python numbers for scalar parameters become arrays of their dtype.
+        KernelArgumentError for a parameter given twice or not at all, or an unknown name."""
+        from .dsl.errors import KernelArgumentError
+        keys = self.param_keys()
+        if len(args) > len(keys):
+            raise KernelArgumentError(f"{self.name} takes {len(keys)} parameters, got {len(args)} positional arguments")
+        values = list(args) + [None] * (len(keys) - len(args))
+        given = [k < len(args) for k in range(len(keys))]
+        owner = {key: k for k, ks in enumerate(keys) for key in ks}
+        for name, v in named.items():
+            if name not in owner:
+                raise KernelArgumentError(f"{self.name} has no parameter '{name}'; parameters: "
+                                          f"{', '.join('/'.join(ks) for ks in keys)}")
+            k = owner[name]
+            if given[k]:
+                raise KernelArgumentError(f"parameter {k} ({self.params[k].name}) is given twice")
+            values[k], given[k] = v, True
+        for k, (t, v) in enumerate(zip(self.params, values)):
+            if not given[k]:
+                raise KernelArgumentError(f"no value for parameter {k} ({t.name}: {t.dtype}{list(t.shape)})")
+            if isinstance(v, (bool, int, float)) and not isinstance(v, np.generic):
+                if t.shape:
+                    raise KernelArgumentError(f"parameter {t.name} is {t.dtype}{list(t.shape)}, not a scalar; got {v!r}")
+                try:
+                    a = np.asarray(v, t.dtype.np)
+                except (OverflowError, ValueError) as e:
+                    raise KernelArgumentError(f"{v!r} is not a {t.dtype} for parameter {t.name}: {e}") from None
+                if (t.dtype.is_int or t.dtype.is_bool) and a.item() != v:   # floats round; integers are exact
+                    raise KernelArgumentError(f"{v!r} is not a {t.dtype} for parameter {t.name}")
+                values[k] = a
+        return values
+
     def __repr__(self) -> str:
         return f"Module({self.signature})"
 
@@ -81,12 +129,19 @@ def _is_path(path_or_text) -> bool:
     return "{" not in s and "\n" not in s and not s.startswith(_TEXT_START)
 
 
-def load_hlo(path_or_text) -> Module:
+def load_hlo(path_or_text, *example_args, **example_kwargs) -> Module:
     """Parse and lower a module: XLA HLO text or StableHLO text (MLIR, as
     ``jax.jit(f).lower(x).as_text()`` prints it), given as a path (``.hlo``, ``.mlir``, ...) or
     as the text itself (str or UTF-8 bytes); the format is told from the text (see
     ``dsl.hlo.frontend``). A file that is missing, unreadable or not UTF-8 text, and any module
-    that is malformed, raise ``HloParseError``."""
+    that is malformed, raise ``HloParseError``. A JAX function with example arguments, or a
+    ``jax.stages.Lowered``, is lowered by JAX first (the ``jax`` extra; see ``hlotune.jaxbridge``)."""
+    from .jaxbridge import is_jax_input, load_jax
+    if is_jax_input(path_or_text):
+        return load_jax(path_or_text, *example_args, **example_kwargs)
+    if example_args or example_kwargs:
+        from .dsl.errors import ConfigError
+        raise ConfigError("example arguments are for JAX functions; module text or a path takes none")
     from .dsl.errors import HloParseError
     from .dsl.hlo.frontend import load_module_file, parse_module_text
     from .dsl.hlo.lower import lower_module
@@ -107,16 +162,18 @@ def load_hlo(path_or_text) -> Module:
 
 
 class CompiledModule:
-    """A module compiled for a target; call it with numpy arrays, one per entry parameter.
-    Returns one array, or a tuple for a tuple result."""
+    """A module compiled for a target; call it with one array per entry parameter, positional
+    or by keyword (any name ``Module.param_keys`` gives it); a Python number may stand for a
+    scalar parameter (converted to its dtype, as JAX does for weakly typed scalars). Returns one
+    array, or a tuple for a tuple result."""
 
     def __init__(self, module: Module, target="cpu", schedule_fn=None):
         self.module = module
         self.graph = CompiledGraph(module.outputs, module.params, target, schedule_fn)
         self.target = self.graph.target
 
-    def __call__(self, *arrays):
-        r = self.graph(*arrays)
+    def __call__(self, *arrays, **named):
+        r = self.graph(*self.module.bind(arrays, named))
         if self.module.tuple_result and not isinstance(r, tuple):
             return (r,)
         return r
@@ -135,7 +192,8 @@ def _db(db, create: bool = True):
 
 
 def compile(module, target="cpu", db=None) -> CompiledModule:
-    """Compile ``module`` (a Module, path or HLO text) for ``target``. With ``db`` (a path or
+    """Compile ``module`` (a Module, path, HLO text or ``jax.stages.Lowered``) for ``target``
+    (for a JAX function, ``hlotune.jit``). With ``db`` (a path or
     Database), each kernel uses the best configuration tuned for it on this target; kernels
     the database does not know get the default schedule; ``db`` must exist."""
     from .runtime.targets import get_target
@@ -149,24 +207,34 @@ def compile(module, target="cpu", db=None) -> CompiledModule:
     return CompiledModule(module, t, fn)
 
 
-def tune(module, target="cpu", trials: int = 64, db="tuning.db", tuner: str = "bayes", seed: int = 0,
-         progress: bool = True, **options):
+def tune(module, *example_args, target="cpu", trials: int = 64, db="tuning.db", tuner: str = "bayes",
+         seed: int = 0, progress: bool = True, example_kwargs: dict | None = None, **options):
     """Tune every kernel of ``module`` on ``target`` with ``trials`` measurements in all; every
     trial goes into ``db`` (SQLite path or Database) as it finishes. Re-running the same call
-    resumes. Returns one result per task (see ``autotune.tune.TaskResult``). Arguments are
-    checked (``check_tune_args``) before anything is loaded or measured. ``dask=`` (a scheduler
-    address or Client) measures on a Dask cluster, ``security=`` (a ``distributed.security.Security``
-    or a spec, see ``autotune.cluster.security``) secures it with TLS."""
+    resumes. ``module``: a Module, path or text, a ``jax.stages.Lowered``, or a JAX function
+    followed by example arguments (and ``example_kwargs``). Returns one result per task (see
+    ``autotune.tune.TaskResult``); the database records the module's name for each of its tasks
+    (reports name kernels by it). Arguments are checked (``check_tune_args``) before anything is
+    loaded or measured. ``dask=`` (a scheduler address or Client) measures on a Dask cluster,
+    ``security=`` (a ``distributed.security.Security`` or a spec, see
+    ``autotune.cluster.security``) secures it with TLS."""
     from .autotune.tune import tune_graph
     from .runtime.targets import get_target
     check_tune_args(trials, tuner, seed, **options)
     if not isinstance(module, Module):
-        module = load_hlo(module)
+        module = load_hlo(module, *example_args, **(example_kwargs or {}))
+    elif example_args or example_kwargs:
+        from .dsl.errors import ConfigError
+        raise ConfigError("example arguments are for JAX functions; a Module takes none")
     from .autotune.task import workload_key
     from .dsl.tensor import Graph
     key = module.name + ":" + workload_key(Graph(module.outputs, module.params))
-    return tune_graph(module.outputs, module.params, get_target(target), trials, _db(db), tuner, seed,
-                      progress=progress, module_key=key, **options)
+    database = _db(db)
+    results = tune_graph(module.outputs, module.params, get_target(target), trials, database, tuner, seed,
+                         progress=progress, module_key=key, **options)
+    for r in results:
+        database.name_workload(r.task.key, module.name)
+    return results
 
 
 def check_tune_args(trials=64, tuner="bayes", seed=0, **options) -> None:
@@ -201,16 +269,7 @@ def report(db="tuning.db"):
 
 
 def tolerance(dtype, scale: float = 1.0) -> tuple[float, float]:
-    """(rtol, atol) used to compare with XLA's answers, per dtype. ``atol`` scales with the
-    output's largest magnitude ``scale`` (sums of many terms cancel to values near zero whose
-    absolute error follows the terms, not the result): f32 1e-4 / 1e-5 x scale, f16/bf16
-    2e-2 / 2e-2 x scale, f64 1e-9 / 1e-12 x scale, integers and bools exact."""
-    d = np.dtype(dtype)
-    s = max(1.0, float(scale))
-    if d.kind in "iub":
-        return 0.0, 0.0
-    if d.itemsize == 2:
-        return 2e-2, 2e-2 * s
-    if d.itemsize == 8:
-        return 1e-9, 1e-12 * s
-    return 1e-4, 1e-5 * s
+    """(rtol, atol) for outputs of ``dtype`` whose largest magnitude is ``scale``: the one policy
+    of ``hlotune.dsl.tolerance`` (the tuner's answer gate and ``run --check`` use it too)."""
+    from .dsl.tolerance import tolerance as policy
+    return policy(dtype, scale)
