@@ -24,6 +24,7 @@ from ..runtime.targets import Target
 from .database import Database, Trial, config_key
 from .lock import run_lock
 from .measure import Measurer, MeasureResult
+from .report import kernel_name
 from .task import Task, extract_tasks
 from .tuners import get_tuner
 
@@ -219,8 +220,9 @@ def _tune_task(task, budget, db, tuner_name, seed, batch, measurer, record, res,
         spent += measured
         bar.update(measured)
         best = db.best(task.key, task.target.key)
-        if best is not None:
-            bar.set_postfix_str(f"{task.family} best {best.median * 1e6:.1f}us")
+        if best is not None:    # named, with its own default: each task's numbers stand alone
+            d = f", default {res.default_time * 1e6:.1f} us" if res.default_time else ""
+            bar.set_postfix_str(f"{kernel_name(task.description)}: best {best.median * 1e6:.1f} us{d}")
     return spent
 
 
@@ -247,20 +249,27 @@ def _summarize(db, task, target, res: TaskResult) -> None:
         res.default_time = d[0].median
 
 
-def summary_table(results: list[TaskResult]) -> str:
-    """A plain-text table of tuning results: measured trials, their failures, and configs rejected
-    by template rules before compiling (``invalid``, free of budget)."""
-    head = (f"{'task':60s} {'trials':>6s} {'fail':>5s} {'invalid':>7s} {'default us':>11s} {'best us':>10s} "
-            f"{'speed-up':>8s}")
-    lines = [head, "-" * len(head)]
+def summary_table(results: list[TaskResult], module: str | None = None, width: int = 100) -> str:
+    """A plain-text table of tuning results, one row per task named as reports name it
+    (``module/op family type``, wrapped, never cut): measured trials, their failures, configs
+    rejected by template rules before compiling (``invalid``, free of budget), default and best
+    time; trials are counted as ``hlotune report`` counts them (``report.TRIALS_NOTE``)."""
+    import textwrap
+
+    import pandas as pd
+
+    from .report import TRIALS_NOTE, text_table
+    rows = []
     for r in results:
-        d = r.default_time * 1e6 if r.default_time else float("nan")
-        b = r.best_time * 1e6 if r.best_time else float("nan")
-        sp = (r.default_time / r.best_time) if r.default_time and r.best_time else float("nan")
-        fail = sum(n for k, n in r.failures.items() if k != "invalid")
-        lines.append(f"{r.task.description[:60]:60s} {r.trials:6d} {fail:5d} {r.failures.get('invalid', 0):7d} "
-                     f"{d:11.1f} {b:10.1f} {sp:8.2f}")
-    return "\n".join(lines)
+        sp = (r.default_time / r.best_time) if r.default_time and r.best_time else None
+        rows.append({"task": kernel_name(r.task.description, module), "trials": r.trials,
+                     "invalid": r.failures.get("invalid", 0),
+                     "failed": sum(n for k, n in r.failures.items() if k != "invalid"),
+                     "default us": r.default_time * 1e6 if r.default_time else None,
+                     "best us": r.best_time * 1e6 if r.best_time else None, "speed-up": sp})
+    df = pd.DataFrame(rows, columns=["task", "trials", "invalid", "failed", "default us", "best us", "speed-up"])
+    return text_table(df.astype({"default us": float, "best us": float, "speed-up": float}), width) + "\n" + \
+        textwrap.fill(TRIALS_NOTE, width)
 
 
 __all__ = ["TaskResult", "summary_table", "tune_graph", "warm_start_configs"]

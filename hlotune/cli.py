@@ -7,6 +7,7 @@ import logging
 import math
 import sqlite3
 import sys
+import textwrap
 import time
 import zipfile
 import zlib
@@ -64,16 +65,29 @@ def _exact_cast(a: np.ndarray, t, where: str) -> np.ndarray:
     return b
 
 
+def input_keys(module) -> list[list[str]]:
+    """The npz keys each parameter accepts (``Module.param_keys``)."""
+    return module.param_keys()
+
+
 def _load_inputs(module, path):
+    """One array per parameter from the npz at ``path`` (random inputs when None), found under
+    any key ``input_keys`` allows (other arrays, such as ``out0`` for ``--check``, are left
+    alone); a parameter with no array or with two is a KernelArgumentError."""
     if path is None:
         return module.random_inputs()
     z = _load_npz(path, "inputs")
+    allowed = input_keys(module)
     arrays = []
-    for k, t in enumerate(module.params):
-        key = f"arg{k}"
-        if key not in z.files:
-            raise KernelArgumentError(f"{path}: no array '{key}' for parameter {k} ({t.name}: "
-                                      f"{t.dtype}{list(t.shape)})")
+    for k, (t, ks) in enumerate(zip(module.params, allowed)):
+        found = [key for key in ks if key in z.files]
+        if not found:
+            raise KernelArgumentError(f"{path}: no array {' or '.join(repr(x) for x in ks)} for parameter {k} "
+                                      f"({t.name}: {t.dtype}{list(t.shape)}); the file has {z.files}; "
+                                      f"parameters: {_param_list(module, allowed)}")
+        if len(found) > 1:
+            raise KernelArgumentError(f"{path}: arrays {found} are all parameter {k} ({t.name}); keep one")
+        key = found[0]
         a = _array(z, key, path)
         if tuple(a.shape) != t.shape:
             raise KernelArgumentError(f"{path}: '{key}' has shape {a.shape}, parameter {t.name} needs {t.shape}")
@@ -81,10 +95,13 @@ def _load_inputs(module, path):
     return arrays
 
 
+def _param_list(module, allowed) -> str:
+    return ", ".join(f"{'/'.join(ks)} ({t.dtype}{list(t.shape)})" for t, ks in zip(module.params, allowed))
+
+
 def check_outputs(outs, ref_path, rtol=None, atol=None) -> list[dict]:
     """Compare ``outs`` with ``out0, out1, ...`` of an npz; one dict per output."""
-    from .api import tolerance
-    from .dsl.reference import abs_error, tolerance_limit
+    from .dsl.tolerance import check
     z = _load_npz(ref_path, "reference")
     rows = []
     for k, o in enumerate(outs):
@@ -99,15 +116,9 @@ def check_outputs(outs, ref_path, rtol=None, atol=None) -> list[dict]:
         if r.dtype.kind not in "biuf":
             rows.append({"output": key, "ok": False, "why": f"reference dtype {r.dtype} is not numeric"})
             continue
-        fin = np.abs(r[np.isfinite(r)]) if r.dtype.kind == "f" else np.zeros(1)
-        rt, at = tolerance(r.dtype, float(fin.max()) if fin.size else 1.0)
-        rt = rt if rtol is None else rtol
-        at = at if atol is None else atol
-        diff = abs_error(o, r)
-        rel = diff / np.maximum(np.abs(r.astype(np.float64)), 1e-30)
-        ok = bool(np.all(diff <= tolerance_limit(r, rt, at)))
-        rows.append({"output": key, "ok": ok, "max_abs": float(diff.max(initial=0.0)),
-                     "max_rel": float(np.where(diff > 0, rel, 0).max(initial=0.0)), "rtol": rt, "atol": at})
+        c = check(o, r, rtol, atol)     # the one tolerance policy (the tuner's gate uses it too)
+        rows.append({"output": key, "ok": c.ok, "max_abs": c.max_abs, "max_rel": c.max_rel, "rtol": c.rtol,
+                     "atol": c.atol})
     if len(z.files) and len([f for f in z.files if f.startswith("out")]) != len(outs):
         rows.append({"output": "count", "ok": False,
                      "why": f"module gives {len(outs)} outputs, reference has "
@@ -126,7 +137,8 @@ def cmd_run(args) -> int:
     outs = outs if isinstance(outs, tuple) else (outs,)
     t2 = time.perf_counter()
     print(f"{m.signature}")
-    print(f"target {cm.target}: {len(cm.kernels)} kernel(s), compiled in {t1 - t0:.2f}s, ran in {(t2 - t1) * 1e3:.2f}ms")
+    print(f"target {cm.target}: compiled in {t1 - t0:.2f}s, ran in {(t2 - t1) * 1e3:.2f}ms")
+    print(textwrap.fill(kernel_summary(m, cm, args.db), 100))
     if args.repeat is not None:
         import statistics
         ts = []
@@ -146,13 +158,31 @@ def cmd_run(args) -> int:
             if "why" in r:
                 print(f"  {r['output']}: MISMATCH ({r['why']})")
             else:
+                rel = "-" if r["max_rel"] is None else f"{r['max_rel']:.3g}"   # "-": every reference value ~0
                 print(f"  {r['output']}: {'ok' if r['ok'] else 'MISMATCH'}  max abs err {r['max_abs']:.3g}, "
-                      f"max rel err {r['max_rel']:.3g} (rtol {r['rtol']:g}, atol {r['atol']:g})")
+                      f"max rel err {rel} (rtol {r['rtol']:g}, atol {r['atol']:g})")
         if bad:
             print(f"check failed: {len(bad)} of {len(rows)} outputs differ from {args.check}")
             return 1
         print(f"check passed: {len(rows)} outputs match {args.check}")
     return 0
+
+
+def kernel_summary(module, compiled, db) -> str:
+    """How ``run``'s compiled kernels relate to ``tune``'s tasks: a kernel is one compiled
+    function per segment of the module between host ops; it runs the segment's stages, and
+    each distinct stage is a task (repeats of one are one task)."""
+    from .autotune.task import extract_tasks
+    tasks = extract_tasks(list(module.outputs), list(module.params), compiled.target)
+    stages = sum(t.weight for t in tasks)
+    text = (f"{len(compiled.kernels)} compiled kernel(s) (one function per segment between host ops) running "
+            f"{stages} stage(s): {len(tasks)} distinct task(s), as 'hlotune tune' counts them")
+    if db:
+        from .api import _db
+        d = _db(db, create=False)
+        tuned = sum(1 for t in tasks if d.best(t.key, compiled.target.key) is not None)
+        text += f"; {tuned} of them measured in {db} (each runs its fastest stored config)"
+    return text
 
 
 def cmd_tune(args) -> int:
@@ -167,27 +197,26 @@ def cmd_tune(args) -> int:
     res = tune(m, target=args.target, trials=args.trials, db=args.db, tuner=args.tuner, seed=args.seed,
                progress=not args.quiet, batch=args.batch, timeout=args.timeout, tuner_options=opts,
                dask=args.dask, security=args.dask_security)
-    print(f"tuned {m.name} on {args.target}: {len(res)} task(s), {args.trials} trial budget, "
-          f"{time.perf_counter() - t0:.1f}s; database {args.db}")
-    print(summary_table(res))
+    print(textwrap.fill(f"tuned {m.name} on {args.target}: {len(res)} task(s) (distinct kernel stages), a budget "
+                        f"of {args.trials} measured trials shared among them, {time.perf_counter() - t0:.1f}s; "
+                        f"database {args.db}", 100))
+    print(summary_table(res, m.name))
     return 0
 
 
 def cmd_report(args) -> int:
     from .api import report
-    from .autotune.report import write
+    from .autotune.report import TRIALS_NOTE, write
     r = report(args.db)
-    view = {"tasks": r.tasks, "schedules": r.schedules, "tuners": r.tuners, "targets": r.targets,
-            "convergence": r.convergence, "trials": r.trials}[args.view]
-    df = view()
-    if args.view == "tasks" and not df.empty and args.format == "table":
-        df = df.drop(columns=["workload", "shapes"]).assign(best_config=df.best_config.astype(str).str[:60])
+    df = r.table(args.view) if args.format == "table" else r.view(args.view)
     text = write(df, args.format, args.out)
     if not args.out:
         print(text)
+        if args.format == "table" and args.view in ("tasks", "tuners"):
+            print(textwrap.fill(TRIALS_NOTE, 100))
     if args.plot:
-        r.plot_convergence(args.plot)
-        print(f"wrote {args.plot}")
+        r.plot(args.view, args.plot)
+        print(f"wrote the {args.view} plot to {args.plot}")
     return 0
 
 
@@ -312,33 +341,53 @@ def cmd_devices(args) -> int:
     return 0
 
 
+_DB_EXISTING = "SQLite tuning database to read (must exist; default tuning.db)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="hlotune", description="Compile and autotune XLA HLO modules.")
+    from . import __version__
+    from .autotune.report import VIEWS
+    p = argparse.ArgumentParser(prog="hlotune", description="Compile and autotune XLA HLO and StableHLO modules "
+                                "(from JAX: jax.jit(f).lower(...).as_text(), or the Python API's hlotune.jit).")
+    p.add_argument("--version", action="version", version=f"hlotune {__version__}",
+                   help="print hlotune's version and exit")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log more (-v info, -vv debug)")
-    sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="compile and run an HLO module")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    r = sub.add_parser("run", help="compile and run a module (tuned kernels with --db)",
+                       description="Compile a module and run it once; with --db each kernel stage runs its fastest "
+                       "tuned config. A kernel is one compiled function per segment of the module between host ops "
+                       "(a sort, or a while loop not compiled whole, runs on the host); it runs that segment's stages, which are the tasks "
+                       "'hlotune tune' tunes.")
     r.add_argument("module", help="HLO text file (.hlo) or StableHLO text file (.mlir)")
-    r.add_argument("--target", default="cpu", help="cpu (default) or opencl[:P:D|:NAME]")
-    r.add_argument("--inputs", help="npz with arg0, arg1, ... (random inputs when omitted)")
-    r.add_argument("--check", help="npz with out0, out1, ... to compare against")
-    r.add_argument("--out", help="write the outputs to this npz")
+    r.add_argument("--target", default="cpu", help="cpu (default) or opencl[:P:D|:NAME] (see 'hlotune devices')")
+    r.add_argument("--inputs", metavar="NPZ", help="npz with one array per parameter, named after the parameter "
+                   "(x.1, or x for JAX's x.1) or argK for parameter K (random inputs when omitted)")
+    r.add_argument("--check", metavar="NPZ", help="npz with out0, out1, ... to compare the outputs against")
+    r.add_argument("--out", metavar="NPZ", help="write the outputs to this npz as out0, out1, ...")
     r.add_argument("--rtol", type=_number(False), help="relative tolerance for --check (default per dtype)")
     r.add_argument("--atol", type=_number(False), help="absolute tolerance for --check (default per dtype)")
     r.add_argument("--db", help="use the best tuned configs from this (existing) tuning database")
-    r.add_argument("--repeat", type=_positive_int, help="time this many calls and print the median")
+    r.add_argument("--repeat", type=_positive_int, metavar="N", help="time N more calls and print the median")
     r.set_defaults(fn=cmd_run)
-    t = sub.add_parser("tune", help="tune every kernel of an HLO module, recording trials in a database")
+    t = sub.add_parser("tune", help="tune every kernel of a module, recording trials in a database",
+                       description="Tune every task (distinct kernel stage) of a module: each task's default "
+                       "schedule is measured first, then the budget goes to tasks by their share of the time. "
+                       "Running the same command again resumes it. " + _trials_help())
     t.add_argument("module", help="HLO text file (.hlo) or StableHLO text file (.mlir)")
     t.add_argument("--target", default="cpu", help="cpu (default) or opencl[:P:D|:NAME] (see 'hlotune devices')")
-    t.add_argument("--trials", type=_positive_int, default=64, help="measurements in all (default 64)")
+    t.add_argument("--trials", type=_positive_int, default=64, help="measured candidates in all, shared among the "
+                   "tasks (default 64; invalid configs are free)")
     t.add_argument("--db", default="tuning.db", help="SQLite tuning database, made in an existing folder "
                    "when missing (default tuning.db)")
     t.add_argument("--tuner", default="bayes", help="bayes (default), random or grid")
-    t.add_argument("--seed", type=_seed, default=0)
-    t.add_argument("--batch", type=_positive_int, default=4, help="candidates per round")
-    t.add_argument("--estimator", default="GP", choices=["GP", "RF", "ET", "GBRT"], help="bayes: surrogate model")
-    t.add_argument("--acq", default="gp_hedge", choices=["gp_hedge", "EI", "PI", "LCB"], help="bayes: acquisition")
-    t.add_argument("--timeout", type=_number(True), default=20.0, help="seconds before a candidate is a timeout")
+    t.add_argument("--seed", type=_seed, default=0, help="seed of the tuner and the random inputs (default 0)")
+    t.add_argument("--batch", type=_positive_int, default=4, help="candidates per round (default 4)")
+    t.add_argument("--estimator", default="GP", choices=["GP", "RF", "ET", "GBRT"], help="bayes: surrogate model "
+                   "(default GP)")
+    t.add_argument("--acq", default="gp_hedge", choices=["gp_hedge", "EI", "PI", "LCB"], help="bayes: acquisition "
+                   "function (default gp_hedge)")
+    t.add_argument("--timeout", type=_number(True), default=20.0, help="seconds before a candidate is a timeout "
+                   "(default 20)")
     t.add_argument("--dask", metavar="ADDRESS", help="measure on the workers of this Dask scheduler "
                    "(tcp://host:8786; the [dask] extra; one single-threaded worker per machine)")
     t.add_argument("--dask-security", metavar="PATH|SPEC", help="TLS for --dask tls://...: a YAML/JSON file of "
@@ -346,25 +395,38 @@ def build_parser() -> argparse.ArgumentParser:
                    "tls_client_key, ...)")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     t.set_defaults(fn=cmd_tune)
-    rp = sub.add_parser("report", help="reports of a tuning database")
-    rp.add_argument("--db", default="tuning.db")
-    rp.add_argument("--view", default="tasks", choices=["tasks", "schedules", "tuners", "targets", "convergence", "trials"])
-    rp.add_argument("--format", default="table", choices=["table", "csv", "md", "html"])
-    rp.add_argument("--out", help="write to this file")
-    rp.add_argument("--plot", help="also plot convergence to this PNG")
+    views = "\n".join(textwrap.fill(v, 79, initial_indent=f"  {k:12s} ", subsequent_indent=" " * 15)
+                      for k, v in VIEWS.items())
+    rp = sub.add_parser("report", help="reports of a tuning database (tables and plots)",
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        description="Views of a tuning database. Kernels are named module/op family type.",
+                        epilog=f"views:\n{views}\n\n{textwrap.fill(_trials_help(), 79)}")
+    rp.add_argument("--db", default="tuning.db", help=_DB_EXISTING)
+    rp.add_argument("--view", default="tasks", choices=list(VIEWS), help="what to show (default tasks; see views "
+                    "below)")
+    rp.add_argument("--format", default="table", choices=["table", "csv", "md", "html"], help="table (default: "
+                    "the view's main columns, at most 100 wide) or every column as csv, md (Markdown) or html")
+    rp.add_argument("--out", metavar="FILE", help="write to this file instead of printing")
+    rp.add_argument("--plot", metavar="PNG", help="also plot the view to this image (the [plot] extra)")
     rp.set_defaults(fn=cmd_report)
     dv = sub.add_parser("devices", help="list the CPU target and the OpenCL devices with their limits")
     dv.set_defaults(fn=cmd_devices)
     ex = sub.add_parser("export", help="export a database's trials as a JSON-lines log")
-    ex.add_argument("log")
-    ex.add_argument("--db", default="tuning.db")
+    ex.add_argument("log", help="the JSON-lines file to write")
+    ex.add_argument("--db", default="tuning.db", help=_DB_EXISTING)
     ex.set_defaults(fn=cmd_export)
     im = sub.add_parser("import", help="import a JSON-lines log (each record validated; all or nothing)")
-    im.add_argument("log")
-    im.add_argument("--db", default="tuning.db")
+    im.add_argument("log", help="a JSON-lines log written by 'hlotune export'")
+    im.add_argument("--db", default="tuning.db", help="SQLite tuning database to import into, made in an existing "
+                    "folder when missing (default tuning.db)")
     im.add_argument("--skip-bad", action="store_true", help="import the valid records when some lines are bad")
     im.set_defaults(fn=cmd_import)
     return p
+
+
+def _trials_help() -> str:
+    from .autotune.report import TRIALS_NOTE
+    return TRIALS_NOTE[0].upper() + TRIALS_NOTE[1:] + "."
 
 
 def main(argv=None) -> int:
