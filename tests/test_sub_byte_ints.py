@@ -77,7 +77,7 @@ UNARY = {
     "not": (lambda x: ~x, lambda a, d: wrap(~a, d)),
     "sign": (dsl.sign, lambda a, d: (a > 0) - (a < 0)),
     # counts wrap too: popcnt(-1) of an int2 is 2, which is -2 in two bits (as LLVM's ctpop on i2)
-    "popcnt": (dsl.popcount, lambda a, d: wrap(bin(a & ((1 << d.bits) - 1)).count("1"), d)),
+    "popcnt": (dsl.popcount, lambda a, d: wrap((a & ((1 << d.bits) - 1)).bit_count(), d)),
     "clz": (dsl.clz, lambda a, d: wrap(d.bits - (a & ((1 << d.bits) - 1)).bit_length(), d)),
 }
 
