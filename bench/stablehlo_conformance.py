@@ -191,12 +191,13 @@ def report(rows: list[dict], target: str, suite: Path) -> tuple[str, str]:
     groups: dict[tuple, list] = collections.defaultdict(list)
     for r in single:
         if r["status"] != "pass":
-            groups[(r["status"], _normalize(r["reason"]))].append(r["case"])
+            groups[(r["status"], _normalize(r["reason"]))].append(r)
     if groups:
         lines += ["", "## What does not pass, by reason", "",
-                  md_table(["status", "reason", "cases", "examples"],
-                           [[s, reason.replace("|", "/"), len(cs), ", ".join(cs[:3])]
-                            for (s, reason), cs in sorted(groups.items(), key=lambda kv: -len(kv[1]))])]
+                  md_table(["status", "reason", "cases", "examples", "detail (first case)"],
+                           [[s, reason.replace("|", "/"), len(rs), ", ".join(r["case"] for r in rs[:3]),
+                             rs[0]["detail"].splitlines()[0][:160].replace("|", "/") if rs[0]["detail"] else ""]
+                            for (s, reason), rs in sorted(groups.items(), key=lambda kv: -len(kv[1]))])]
     per_file: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
     for r in single:
         per_file[r["file"]][r["status"]] += 1
@@ -219,9 +220,12 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per case")
     ap.add_argument("--only", nargs="*", help="file name parts to run (default: all)")
     ap.add_argument("--name", default="stablehlo_conformance", help="results/NAME.{md,csv}")
+    ap.add_argument("--note", default="", help="a paragraph added to the notes of the .md")
+    ap.add_argument("--suite-commit", default=os.environ.get("STABLEHLO_SUITE_COMMIT", "unknown"),
+                    help="the openxla/stablehlo commit the suite was taken from (recorded)")
     args = ap.parse_args(argv)
     cases = collect(args.suite, args.only)
-    env = environment({"target": args.target})
+    env = environment({"target": args.target, "stablehlo_suite_commit": args.suite_commit})
     rows: list[dict] = []
 
     def record(case, status, reason, detail, seconds):
@@ -241,7 +245,7 @@ def main(argv=None):
         pool.close()
     rows.sort(key=lambda r: (r["file"], r["index"]))
     table, notes = report(rows, args.target, args.suite)
-    write_results(args.name, rows, table, env, notes)
+    write_results(args.name, rows, table, env, notes + ("\n\n" + args.note if args.note else ""))
     print(table.splitlines()[0])
 
 
