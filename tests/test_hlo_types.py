@@ -267,6 +267,15 @@ _TEXTS = [
   %c = stablehlo.bitcast_convert %b : (tensor<6xui4>) -> tensor<6xi4>
   func.return %c : tensor<6xi4>
 }""",
+    """func.func @main(%x: tensor<1x4x4x1xf32>, %w: tensor<3x3x1x1xf32>) -> tensor<1x2x2x1xf32> {
+  %padding = stablehlo.constant dense<1> : tensor<2x2xi64>
+  %r = "stablehlo.dynamic_conv"(%x, %w, %padding) {window_strides = array<i64: 4, 4>, lhs_dilation = array<i64: 2, 2>, dimension_numbers = #stablehlo.conv<[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]>, batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x4x4x1xf32>, tensor<3x3x1x1xf32>, tensor<2x2xi64>) -> tensor<1x2x2x1xf32>
+  %v = stablehlo.constant dense<-1.0> : tensor<f32>
+  %lo = stablehlo.constant dense<[0, 0, 0, 0]> : tensor<4xi64>
+  %in = stablehlo.constant dense<[0, 0, 0, 0]> : tensor<4xi64>
+  %p = stablehlo.dynamic_pad %r, %v, %lo, %lo, %in : (tensor<1x2x2x1xf32>, tensor<f32>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>) -> tensor<1x2x2x1xf32>
+  func.return %p : tensor<1x2x2x1xf32>
+}""",
 ]
 
 

@@ -59,7 +59,7 @@ class QuantShape(ArrayShape):
 _QUANT_RE = re.compile(
     r"<\s*(?P<st>[a-z]+\d+)\s*(?:<\s*(?P<lo>-?\d+)\s*:\s*(?P<hi>-?\d+)\s*>)?\s*:\s*(?P<ex>\w+)"
     r"\s*(?::\s*(?P<axis>\d+))?\s*,\s*(?P<params>\{[^}]*\}|[^,>{}]+)\s*>\Z")
-_PARAM_RE = re.compile(r"\s*([-+0-9.eE]+)\s*(?::\s*(-?\d+))?\s*\Z")
+_PARAM_RE = re.compile(r"\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(?::\s*([-+]?\d+))?\s*\Z")
 
 
 def parse_quant(text: str, element_type) -> QuantType | None:
@@ -96,7 +96,8 @@ def _params(cv, comp, op, q: QuantType, shape: ArrayShape, what: str):
     """Broadcast scale and zero-point instructions (float ``q.expressed``) over ``shape``."""
     out = []
     for vals in (q.scales, q.zero_points):
-        arr = np.asarray(vals, np.float64).astype(ArrayShape(q.expressed, ()).numpy_dtype)
+        with np.errstate(over="ignore", invalid="ignore"):
+            arr = np.asarray(vals, np.float64).astype(ArrayShape(q.expressed, ()).numpy_dtype)
         if q.axis is None:
             c = comp.add("constant", ArrayShape(q.expressed, ()), (), None, op.tok, what, arr.reshape(()))
             dims: tuple[int, ...] = ()
@@ -198,8 +199,14 @@ _QUANT_OPS = frozenset({"stablehlo.uniform_quantize", "stablehlo.uniform_dequant
 
 # ----------------------------------------------------------------------------- dynamic ops
 
+#: operands of each dynamic op (the size operands are among them)
+_ARITY = {"stablehlo.dynamic_iota": 1, "stablehlo.dynamic_reshape": 2, "stablehlo.dynamic_broadcast_in_dim": 2,
+          "stablehlo.dynamic_pad": 5, "stablehlo.dynamic_gather": 3, "stablehlo.dynamic_conv": 3}
+
+
 def _constant(cv, comp, op, k: int, what: str) -> np.ndarray:
     """The value of operand ``k`` when a constant defines it (else an UnsupportedOpError)."""
+    cv.operands(comp, op, _ARITY[op.name])       # located errors for missing or undefined operands
     name, _ = op.operands[k]
     instr = next((i for i in reversed(comp.instrs) if i.name == comp.values[name][0]), None)
     if instr is not None and instr.opcode == "broadcast" and not instr.attrs.get("dimensions"):
@@ -262,7 +269,9 @@ def _dynamic_gather(cv, comp, op):
 
 @_op("stablehlo.dynamic_conv", hlo="convolution (its padding a constant)")
 def _dynamic_conv(cv, comp, op):
-    pad = _constant(cv, comp, op, 2, "padding")
-    pairs = tuple(tuple(int(v) for v in row) for row in np.asarray(pad).reshape(-1, 2))
+    pad = np.asarray(_constant(cv, comp, op, 2, "padding")).reshape(-1)
+    if pad.size % 2:
+        raise cv.error(f"dynamic_conv padding has {pad.size} values, not (low, high) pairs", op.tok)
+    pairs = tuple((int(pad[k]), int(pad[k + 1])) for k in range(0, pad.size, 2))
     return _static(cv, comp, op, "stablehlo.convolution", [0, 1], {"padding": pairs})
 
