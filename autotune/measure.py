@@ -46,6 +46,7 @@ class MeasureResult:
     message: str = ""
     started: float = 0.0
     finished: float = 0.0
+    build_s: float = 0.0        # scheduling, lowering, rendering and compiling (in parallel with others)
 
     @property
     def median(self) -> float | None:
@@ -61,6 +62,7 @@ class _Built:
     fields: dict | None = None   # what the target's backend prepared for the worker
     failure: str | None = None
     message: str = ""
+    build_s: float = 0.0
 
 
 class Worker:
@@ -156,6 +158,13 @@ class Measurer:
         return paths
 
     def build(self, config: dict | None) -> _Built:
+        """``_prepare``, timed."""
+        t0 = time.perf_counter()
+        b = self._prepare(config)
+        b.build_s = time.perf_counter() - t0
+        return b
+
+    def _prepare(self, config: dict | None) -> _Built:
         """Schedule (``invalid`` on a broken rule), render and prepare one config for the worker
         (the target's backend: the cpu compiles a library here; OpenCL renders a program that
         the worker builds)."""
@@ -177,7 +186,7 @@ class Measurer:
     def run(self, b: _Built) -> MeasureResult:
         t0 = time.time()
         if b.failure:
-            return MeasureResult(b.config, b.steps, [], b.failure, b.message, t0, time.time())
+            return MeasureResult(b.config, b.steps, [], b.failure, b.message, t0, time.time(), b.build_s)
         kind = self.task.target.kind
         b_ = backend(kind)
         where = f"{type(b_).__module__}:{type(b_).__qualname__}"     # a backend registered at run time
@@ -188,14 +197,15 @@ class Measurer:
                 rep = self.worker.request({"backend": kind, "backend_import": where, **req}, self.compile_timeout)
                 if not rep["ok"]:
                     return MeasureResult(b.config, b.steps, [], "compile_error",
-                                         f"{kind} build ({rep['failure']}): {rep.get('message', '')}", t0, time.time())
+                                         f"{kind} build ({rep['failure']}): {rep.get('message', '')}", t0, time.time(),
+                                         b.build_s)
                 continue
             rep = self.worker.request({**common, **req}, self.timeout)
             if not rep["ok"]:
                 break
         if rep["ok"]:
-            return MeasureResult(b.config, b.steps, rep["times"], None, "", t0, time.time())
-        return MeasureResult(b.config, b.steps, [], rep["failure"], rep.get("message", ""), t0, time.time())
+            return MeasureResult(b.config, b.steps, rep["times"], None, "", t0, time.time(), b.build_s)
+        return MeasureResult(b.config, b.steps, [], rep["failure"], rep.get("message", ""), t0, time.time(), b.build_s)
 
     def measure(self, configs: list[dict | None]) -> list[MeasureResult]:
         """Build in parallel, then run one at a time (timings are not disturbed by builds)."""

@@ -136,8 +136,9 @@ def search_plans(run, task: PlanTask, budget: int) -> int:
                 return None
             r = run.measurer(task).measure([plan or None])[0]
             run.record(task, r)
-            spent += 1
-            run.bar.update(1)
+            if r.failure != "invalid":      # rule breakers cost no budget, as kernels' do
+                spent += 1
+                run.bar.update(1)
             done[k] = db.measured_configs(task.key, target.key).get(k)
         t = done.get(k)
         return t.median if t is not None and t.ok else None

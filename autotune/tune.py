@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import math
+import time
 from dataclasses import dataclass, field
 
 from tqdm.auto import tqdm
@@ -24,9 +25,11 @@ from ..runtime.targets import Target
 from .database import Database, Trial, config_key
 from .lock import run_lock
 from .measure import Measurer, MeasureResult
+from .plans import search_plans, segment_plans
 from .report import kernel_name
 from .task import Task, extract_tasks
 from .tuners import get_tuner
+from .winners import ROUNDS, confirm_task
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +42,11 @@ class TaskResult:
     default_time: float | None = None
     best_time: float | None = None
     best_config: dict | None = None
+    best_ci: tuple | None = None        # (lo, hi) seconds, when the winner was confirmed
+    default_ci: tuple | None = None
+    #: wall seconds this run spent on the task: build (schedule, lower, render, compile; builds of
+    #: a batch overlap), measure (in the worker), tuner (ask/tell), confirm (re-timing finalists)
+    seconds: dict = field(default_factory=lambda: dict.fromkeys(("build", "measure", "tuner", "confirm"), 0.0))
 
 
 def register_task(db: Database, task: Task) -> None:
@@ -88,106 +96,169 @@ def run_id(module_key: str, target: Target, trials: int, tuner: str, seed: int) 
     return hashlib.sha256(json.dumps([module_key, target.key, trials, tuner, seed]).encode()).hexdigest()[:16]
 
 
-def tune_graph(outputs, inputs, target: Target, trials: int, db: Database, tuner: str = "bayes",
-               seed: int = 0, batch: int = 4, timeout: float = 20.0, repeat: int = 5,
-               min_repeat_ms: float = 20.0, progress: bool = True, tuner_options: dict | None = None,
-               module_key: str = "", dask=None, security=None) -> list[TaskResult]:
-    """Tune every task of the graph computing ``outputs``; returns one TaskResult per task.
-    ``dask`` (a scheduler address or ``distributed.Client``) measures on that cluster's workers,
-    a round of ``max(batch, workers)`` candidates at a time; ``security`` (a Dask ``Security``
-    or a spec of one) secures the connection (see autotune/cluster.py). The run holds a lock on
-    ``db`` (autotune/lock.py): the same run started again meanwhile stops with RunLockedError."""
-    if security is not None and dask is None:
+@dataclass(frozen=True)
+class TuneOptions:
+    """How a graph is tuned (every option of ``tune_graph`` but the graph, target, budget and
+    database): the tuner and its options, the seed, candidates per batch, measurement
+    (``timeout`` s per candidate, ``repeat`` repeats of at least ``min_repeat_ms``), the
+    progress bar, the run's module key, a Dask scheduler and its ``security``, and
+    ``confirm_rounds`` of noise-aware re-timing of each task's finalists (0: none;
+    autotune/winners.py)."""
+
+    tuner: str = "bayes"
+    seed: int = 0
+    batch: int = 4
+    timeout: float = 20.0
+    repeat: int = 5
+    min_repeat_ms: float = 20.0
+    progress: bool = True
+    tuner_options: dict | None = None
+    module_key: str = ""
+    dask: object = None
+    security: object = None
+    confirm_rounds: int = ROUNDS
+    #: at most this share of the trials goes to measured fusion plans (autotune/plans.py)
+    plan_share: float = 0.25
+
+
+def tune_graph(outputs, inputs, target: Target, trials: int, db: Database, tuner: str = "bayes", seed: int = 0,
+               **options) -> list[TaskResult]:
+    """Tune every task of the graph computing ``outputs`` with ``trials`` measurements (options:
+    ``TuneOptions``'s fields); returns one TaskResult per task. ``dask`` (a scheduler address or
+    ``distributed.Client``) measures on that cluster's workers, a round of ``max(batch,
+    workers)`` candidates at a time; ``security`` (a Dask ``Security`` or a spec of one) secures
+    the connection (see autotune/cluster.py). The run holds a lock on ``db`` (autotune/lock.py):
+    the same run started again meanwhile stops with RunLockedError. ``trials=0`` with
+    ``confirm_rounds`` re-times the finalists the database holds (``hlotune tune --remeasure``)."""
+    opts = TuneOptions(tuner=tuner, seed=seed, **options)
+    if opts.security is not None and opts.dask is None:
         raise ClusterError("Dask security options were given without a Dask scheduler (dask=/--dask)")
     tasks = extract_tasks(outputs, inputs, target)
-    rid = run_id(module_key or "|".join(sorted(t.key for t in tasks)), target, trials, tuner, seed)
+    rid = run_id(opts.module_key or "|".join(sorted(t.key for t in tasks)), target, trials, tuner, seed)
     with run_lock(db.path, rid):
-        return _tune_run(tasks, rid, target, trials, db, tuner, seed, batch, timeout, repeat, min_repeat_ms,
-                         progress, tuner_options, dask, security)
+        run = _Run(tasks, rid, target, trials, db, opts)
+        run.plans = [p for p in segment_plans(outputs, inputs, target) if p.choices] if opts.plan_share else []
+        return run.tune()
 
 
-def _tune_run(tasks, rid, target, trials, db, tuner, seed, batch, timeout, repeat, min_repeat_ms, progress,
-              tuner_options, dask, security) -> list[TaskResult]:
-    client = None
-    if dask is not None:
-        from .cluster import connect
-        client = connect(dask, security)
-        batch = max(batch, len(client.scheduler_info().get("workers", {})))
-    results = {t.key: TaskResult(t) for t in tasks}
-    measurers: dict[str, Measurer] = {}
-    bar = tqdm(total=trials, desc="tuning", disable=not progress, unit="trial")
+class _Run:
+    """One tuning run's state: its tasks and results, measurers (one per task), the database
+    records and the progress bar."""
 
-    def record(task: Task, r: MeasureResult) -> None:
-        db.add_trial(Trial(task.key, target.key, r.config, r.steps, r.times, r.failure, r.message, tuner,
-                           seed, rid, r.started, r.finished))
+    def __init__(self, tasks, rid, target, trials, db, opts: TuneOptions):
+        self.tasks, self.rid, self.target, self.trials, self.db, self.opts = tasks, rid, target, trials, db, opts
+        self.results = {t.key: TaskResult(t) for t in tasks}
+        self.measurers: dict[str, Measurer] = {}
+        self.client = None
+        self.batch = opts.batch
+        self.bar = None
+        self.plans: list = []       # PlanTasks of the graph's segments (measured fusion plans)
 
-    def measurer(task: Task) -> Measurer:
-        if task.key not in measurers:
-            opts = {"repeat": repeat, "min_repeat_ms": min_repeat_ms, "timeout": timeout, "seed": seed}
-            if client is not None:
+    def record(self, task: Task, r: MeasureResult) -> None:
+        sec = self.results[task.key].seconds
+        sec["build"] += r.build_s
+        sec["measure"] += max(r.finished - r.started, 0.0)
+        o = self.opts
+        self.db.add_trial(Trial(task.key, self.target.key, r.config, r.steps, r.times, r.failure, r.message, o.tuner,
+                                o.seed, self.rid, r.started, r.finished))
+
+    def measurer(self, task: Task) -> Measurer:
+        if task.key not in self.measurers:
+            o = self.opts
+            kw = {"repeat": o.repeat, "min_repeat_ms": o.min_repeat_ms, "timeout": o.timeout, "seed": o.seed}
+            if self.client is not None:
                 from .cluster import DaskMeasurer
-                measurers[task.key] = DaskMeasurer(task, client, **opts)
+                self.measurers[task.key] = DaskMeasurer(task, self.client, **kw)
             else:
-                measurers[task.key] = Measurer(task, **opts)
-        return measurers[task.key]
+                self.measurers[task.key] = Measurer(task, **kw)
+        return self.measurers[task.key]
 
-    try:
-        done_in_run = {t.key: [x for x in db.history(t.key, target.key) if x.run == rid] for t in tasks}
-        used = sum(1 for v in done_in_run.values() for x in v if x.failure != "invalid")
-        bar.update(min(used, trials))
-        # 1. every task's default schedule
-        for task in tasks:
+    def tune(self) -> list[TaskResult]:
+        o, db, target, tasks = self.opts, self.db, self.target, self.tasks
+        if o.dask is not None:
+            from .cluster import connect
+            self.client = connect(o.dask, o.security)
+            self.batch = max(self.batch, len(self.client.scheduler_info().get("workers", {})))
+        self.bar = tqdm(total=self.trials, desc="tuning", disable=not o.progress, unit="trial")
+        try:
+            used = self._defaults()
+            want = sum(len(p.choices) + 1 for p in self.plans)
+            plan_budget = min(want, int(o.plan_share * self.trials)) if self.plans else 0
+            self._search(max(self.trials - used - plan_budget, 0))
+            # 3. fusion plans, measured end to end with the kernels' best configs
+            for k, p in enumerate(self.plans):
+                self.results[p.key] = TaskResult(p)
+                plan_budget -= search_plans(self, p, plan_budget // (len(self.plans) - k))
+            if plan_budget > 0:     # what the plans left goes back to the kernels
+                self._search(plan_budget)
+            # 4. noise-aware winners: each task's finalists and default re-timed, interleaved
+            for task in [*tasks, *self.plans] if o.confirm_rounds else ():
+                if db.top_k(task.key, target.key, 1):
+                    t0 = time.perf_counter()
+                    confirm_task(db, task, self.measurer(task), o.confirm_rounds)
+                    self.results[task.key].seconds["confirm"] += time.perf_counter() - t0
+        finally:
+            self.bar.close()
+            for m in self.measurers.values():
+                m.close()
+            if self.client is not None and self.client is not o.dask:   # a client made here from an address
+                self.client.close()
+        done = [*tasks, *(p for p in self.plans if p.key in self.results)]
+        for task in done:
+            _summarize(db, task, target, self.results[task.key])
+        return [self.results[t.key] for t in done]
+
+    def _defaults(self) -> int:
+        """1. every task's default schedule (unless the database has it); returns the budget used
+        by this run so far."""
+        db, target = self.db, self.target
+        done = [x for t in self.tasks for x in db.history(t.key, target.key) if x.run == self.rid]
+        used = sum(1 for x in done if x.failure != "invalid")
+        self.bar.update(min(used, self.trials))
+        for task in self.tasks:
             register_task(db, task)
             prior = db.measured_configs(task.key, target.key)
             if config_key({}) in prior:
                 d = prior[config_key({})]
-            elif used < trials:
-                d = measurer(task).measure([None])[0]
-                record(task, d)
+            elif used < self.trials:
+                d = self.measurer(task).measure([None])[0]
+                self.record(task, d)
                 used += 1
-                bar.update(1)
-                done_in_run[task.key].append(d)
+                self.bar.update(1)
             else:
                 d = None
-            res = results[task.key]
-            res.default_time = d.median if d is not None else None
-        # 2. share the remaining budget by weight x default time
-        left = max(trials - used, 0)
+            self.results[task.key].default_time = d.median if d is not None else None
+        return used
+
+    def _search(self, left: int) -> None:
+        """2. the remaining budget shared by weight x default time; a task whose space runs out
+        hands the rest of its share on, to the next task and then to another round over those
+        that still have configs left."""
+        tasks, results = self.tasks, self.results
         weights = {t.key: t.weight * (results[t.key].default_time or 1e-6) for t in tasks}
         total = sum(weights.values()) or 1.0
         shares = {k: int(left * w / total) for k, w in weights.items()}
         for k in sorted(weights, key=weights.get, reverse=True)[: left - sum(shares.values())]:
             shares[k] += 1
-        # a task whose space runs out hands the rest of its share on, to the next task and
-        # then to another round over those that still have configs left
         spare, order = 0, sorted(tasks, key=lambda t: -weights[t.key])
         while order:
             more = []
             for task in order:
                 share = shares.pop(task.key, 0) + spare
-                spent = _tune_task(task, share, db, tuner, seed, batch, measurer, record, results[task.key], bar,
-                                   tuner_options or {})
+                spent = _tune_task(self, task, share)
                 spare = share - spent
                 if spent == share and share:
                     more.append(task)
             order = more if spare else []
-    finally:
-        bar.close()
-        for m in measurers.values():
-            m.close()
-        if client is not None and client is not dask:   # a client made here from an address
-            client.close()
-    for task in tasks:
-        _summarize(db, task, target, results[task.key])
-    return [results[t.key] for t in tasks]
 
 
-def _tune_task(task, budget, db, tuner_name, seed, batch, measurer, record, res, bar, options) -> int:
+def _tune_task(run: _Run, task: Task, budget: int) -> int:
     """Tune one task with up to ``budget`` measurements; returns how many it made."""
     if budget <= 0:
         return 0
+    db, o, res = run.db, run.opts, run.results[task.key]
     space = task.space
-    tuner = get_tuner(tuner_name, space, seed, **options)
+    tuner = get_tuner(o.tuner, space, o.seed, **(o.tuner_options or {}))
     prior = db.measured_configs(task.key, task.target.key)
     known = []
     for t in prior.values():
@@ -204,25 +275,29 @@ def _tune_task(task, budget, db, tuner_name, seed, batch, measurer, record, res,
             log.warning("%s: %d configs in a row broke the template's rules; stopping this task", task.key,
                         rejected)
             break
-        n = min(batch, budget - spent)
+        n = min(run.batch, budget - spent)
         cands = queue[:n]
         queue = queue[n:]
         if len(cands) < n:
+            t0 = time.perf_counter()
             cands += [c for c in tuner.ask(n - len(cands)) if c not in cands]
+            res.seconds["tuner"] += time.perf_counter() - t0
         if not cands:
             break
-        rs = measurer(task).measure(cands)
+        rs = run.measurer(task).measure(cands)
         for r in rs:
-            record(task, r)
+            run.record(task, r)
+        t0 = time.perf_counter()
         tuner.tell([r.config for r in rs], [None if r.failure else math.log(r.median) for r in rs])
+        res.seconds["tuner"] += time.perf_counter() - t0
         measured = sum(1 for r in rs if r.failure != "invalid")   # rule breakers cost no budget
         rejected = 0 if measured else rejected + len(rs)
         spent += measured
-        bar.update(measured)
+        run.bar.update(measured)
         best = db.best(task.key, task.target.key)
         if best is not None:    # named, with its own default: each task's numbers stand alone
             d = f", default {res.default_time * 1e6:.1f} us" if res.default_time else ""
-            bar.set_postfix_str(f"{kernel_name(task.description)}: best {best.median * 1e6:.1f} us{d}")
+            run.bar.set_postfix_str(f"{kernel_name(task.description)}: best {best.median * 1e6:.1f} us{d}")
     return spent
 
 
@@ -244,9 +319,26 @@ def _summarize(db, task, target, res: TaskResult) -> None:
     best = db.best(task.key, target.key)
     if best is not None:
         res.best_time, res.best_config = best.median, best.config
+    win = db.winner(task.key, target.key)
+    if win is not None:     # confirmed: the re-timed medians decide, not the search's one-off times
+        res.best_time, res.best_config, res.best_ci = win["median"], win["config"], (win["lo"], win["hi"])
+        if win["default_median"] is not None:
+            res.default_time, res.default_ci = win["default_median"], (win["default_lo"], win["default_hi"])
+        return
     d = [t for t in hist if t.config == {} and t.ok]
     if d:
         res.default_time = d[0].median
+
+
+def overhead_line(results: list[TaskResult], wall: float | None = None) -> str:
+    """Where the tuning time went, per measured trial: building (schedule, lower, render,
+    compile), measuring in the worker, the tuner's ask/tell; and the confirmation re-timing."""
+    n = sum(r.trials for r in results) or 1
+    tot = {k: sum(r.seconds[k] for r in results) for k in ("build", "measure", "tuner", "confirm")}
+    head = f"tuning wall time {wall:.1f} s; " if wall is not None else ""
+    return (f"{head}per measured trial: build {tot['build'] / n * 1e3:.0f} ms (overlapping within a batch), "
+            f"measure {tot['measure'] / n * 1e3:.0f} ms, tuner {tot['tuner'] / n * 1e3:.0f} ms; "
+            f"confirming winners {tot['confirm']:.1f} s")
 
 
 def summary_table(results: list[TaskResult], module: str | None = None, width: int = 100) -> str:
@@ -272,4 +364,4 @@ def summary_table(results: list[TaskResult], module: str | None = None, width: i
         textwrap.fill(TRIALS_NOTE, width)
 
 
-__all__ = ["TaskResult", "summary_table", "tune_graph", "warm_start_configs"]
+__all__ = ["TaskResult", "TuneOptions", "overhead_line", "summary_table", "tune_graph", "warm_start_configs"]
