@@ -34,8 +34,8 @@ def _cost(st: Stage) -> tuple[int, int]:
     n = e = 0
     for x in walk(st.op.body):
         n += 1
-        # rounding to a 16-bit float is a dozen integer ops per element, not one instruction
-        e += x.op in _EXPENSIVE or (x.op is Op.CAST and x.dtype.is_float and x.dtype.bits == 16)
+        # rounding to a float under 32 bits is a dozen integer ops per element, not one instruction
+        e += x.op in _EXPENSIVE or (x.op is Op.CAST and x.dtype.is_narrow_float)
     return n, e
 
 
@@ -64,13 +64,15 @@ def _contiguous_in(st: Stage, v) -> int:
 
 def simd_reducible(st: Stage) -> bool:
     """Whether the stage's reduction may run as a SIMD reduction (any combine order): a single
-    sum/prod/max/min without a mask, not on 16-bit floats (they round after every step)."""
+    sum/prod/max/min without a mask, not on floats under 32 bits (they round after every step),
+    complex values or sub-byte integers."""
     op = st.op
     if not op.is_reduction or op.num_outputs != 1:
         return False
     spec = op.body[0].arg
     d = op.body[0].dtype
-    return (spec.reducer.ufunc is not None and spec.where is None and not (d.is_float and d.bits == 16)
+    return (spec.reducer.ufunc is not None and spec.where is None and not d.is_narrow_float
+            and not d.is_complex and not d.is_sub_byte
             and not d.is_bool)
 
 

@@ -284,9 +284,9 @@ class _Lowerer:
         check(len(bufs) == 1 and spec.where is None and red.ufunc is not None,
               f"vectorize: reduction axis '{kv.name}' of '{st.name}' needs a sum/prod/max/min reduction "
               "without a mask")
-        check(not (d.is_float and d.bits == 16) and not d.is_bool,
+        check(not d.is_narrow_float and not d.is_bool,
               f"vectorize: reduction axis '{kv.name}' of '{st.name}': a SIMD reduction needs a float32/64 or "
-              "integer accumulator (16-bit floats round after every step; bool has no SIMD sum)")
+              "integer accumulator (floats under 32 bits round after every step; bool has no SIMD sum)")
         check(not self.attached.get(kv), f"vectorize: a stage is computed at reduction axis '{kv.name}'")
         acc = IterVar(f"{st.name}_acc", 0, "param", d)
         body: Stmt = Assign(acc, substitute(red.combine[0], {red.lhs[0]: acc.var, red.rhs[0]: vals[0]}))

@@ -1055,3 +1055,17 @@ def test_split_rejects_non_integral_factor():
     s = hlotune.Schedule(C)
     with pytest.raises(ScheduleError, match="positive int"):
         s.split(C.axis[0], 2.5)
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2", "bfloat16"])
+def test_narrow_type_reductions_round_after_every_step_by_default(dtype):
+    """Floats under 32 bits reduce in order, rounding after every step as the reference does:
+    the default schedule never makes them a SIMD reduction."""
+    from hlotune.schedules.fusion import default_schedule
+    X = dsl.placeholder((6, 300), dtype, name="X")
+    k = dsl.reduce_axis(300, name="k")
+    S = dsl.compute((6,), lambda i: dsl.sum(X[i, k], axis=k), name="S")
+    s = default_schedule(S, threads=2)
+    assert not any(kind == "vectorize" and v == "k" for _, v, _, kind in loops(s))
+    f = check_schedule(s, rtol=0, atol=0)
+    assert "simd reduction(" not in f.source
