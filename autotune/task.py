@@ -98,14 +98,17 @@ class Task:
 
     @property
     def flops(self) -> float:
-        """Arithmetic ops per call: nodes of the body times the iteration space."""
-        op = self.root_op
-        n = 1
-        for v in op.axis + op.reduce_axis:
-            n *= v.extent
-        nodes = sum(1 for e in walk(op.body[0].src if op.is_reduction else op.body)
-                    if e.op not in (Op.LOAD, Op.VAR, Op.CONST, Op.CAST))
-        return float(n * max(nodes + (1 if op.is_reduction else 0), 1))
+        """Arithmetic ops per call: for every compute op of the task's graph (a dot and its
+        epilogue, say), the nodes of its body times its iteration space (a multiply-add: 2)."""
+        total = 0.0
+        for op in self.graph.compute_ops:
+            n = 1
+            for v in op.axis + op.reduce_axis:
+                n *= v.extent
+            nodes = sum(1 for e in walk(op.body[0].src if op.is_reduction else op.body)
+                        if e.op not in (Op.LOAD, Op.VAR, Op.CONST, Op.CAST))
+            total += n * max(nodes + (1 if op.is_reduction else 0), 1)
+        return float(total)
 
     @property
     def bytes(self) -> float:

@@ -44,6 +44,7 @@ def test_tasks_and_families():
     assert fams == ["dot"]      # tanh(C) + 1 is the dot's epilogue, computed on its tile
     dot = next(t for t in tasks if t.family == "dot")
     assert len(dot.graph.compute_ops) == 2
+    assert 2 * 48 * 40 * 32 <= dot.flops <= 2.2 * 48 * 40 * 32     # the dot's work, with its epilogue's
     assert dot.space.size > 100
     assert {k.name for k in dot.space.knobs} >= {"mr", "nr", "mb", "nb", "pack_a", "pack_b", "unroll_k"}
     # every knob value is explicit and valid for the shapes: tiles never exceed the axis
