@@ -372,7 +372,12 @@ def test_load_missing_file(tmp_path):
 
 # ------------------------------------------------------------- fuzzing
 _SMALL = sorted(FILES, key=lambda f: (DATA / f).stat().st_size)[:16]
-_TEXTS = [(DATA / f).read_text() for f in _SMALL] + [SYNTAX]
+#: JAX programs holding the ops added for them (topk, rng-bit-generator, LAPACK custom calls with
+#: backend configs, fft, select-and-scatter, collectives with replica groups)
+_NEW_OPS = ["lax_top_k", "lax_rng_bit_generator", "linalg_eigh", "fft_real", "grad_maxpool_only",
+            "collectives_one_device"]
+_TEXTS = [(DATA / f).read_text() for f in _SMALL] + [SYNTAX] + \
+    [(DATA.parent / "jax_programs" / f"{n}.hlo").read_text() for n in _NEW_OPS]
 
 
 @st.composite

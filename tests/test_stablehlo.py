@@ -481,16 +481,21 @@ def test_non_text_input():
 
 # ----------------------------------------------------------------------------- mutations
 
+PROGRAMS = Path(__file__).parent / "data" / "jax_programs"
+#: JAX programs holding CHLO ops, LAPACK custom calls (tensor<2xindex> layouts), rng_bit_generator,
+#: fft, select_and_scatter and collectives
+_NEW_OPS = ["special_gamma_family", "np_hyperbolic", "linalg_svd", "lax_rng_bit_generator", "fft_2d",
+            "grad_maxpool_only", "collectives_one_device", "lax_top_k"]
 _SMALL = ["softmax", "int32_arith", "concat_slice_pad", "reductions", "dynamic_slice", "embedding_gather",
           "conv2d_stride2_bias_relu", "causal_mask", "transpose_reshape", "fori_loop", "unary_math"]
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(name=st.sampled_from(_SMALL), data=st.data())
+@given(name=st.sampled_from(_SMALL + _NEW_OPS), data=st.data())
 def test_mutated_stablehlo_parses_and_lowers_or_raises_located_errors(name, data):
     """A number changed, a token deleted or duplicated, an op swapped, or the text cut short:
     the result lowers or raises HloParseError/UnsupportedOpError, never anything else."""
-    text = (DATA / f"{name}{SUFFIX}").read_text()
+    text = ((DATA if name in _SMALL else PROGRAMS) / f"{name}{SUFFIX}").read_text()
     mutated = mutate_token(text, data, r"%[\w#]+|[A-Za-z_][\w.-]*|\d+|[^\s\w]",
                            ["stablehlo.add", "stablehlo.dot_general", "stablehlo.reduce", "stablehlo.transpose",
                             "stablehlo.while", "stablehlo.slice", "stablehlo.tanh", "func.call", "stablehlo.return"],

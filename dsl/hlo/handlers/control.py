@@ -180,9 +180,14 @@ def _pairwise_perm(less, pv, arrays, dim) -> np.ndarray:
 def top_k(ctx, instr, x, largest: bool = True):
     """The k largest (or smallest) elements along the last dim and their s32 indices, sorted,
     ties by lower index, NaNs above infinities (total order), as an extern op."""
-    k = _leaf_shapes(instr.shape)[0].dims[-1]
-    if not x.shape or k > x.shape[-1]:
-        raise unsupported(ctx, instr, f"k = {k} for an operand of shape {list(x.shape)}")
+    leaves = _leaf_shapes(instr.shape)
+    k = leaves[0].dims[-1] if leaves[0].dims else -1
+    want = [tuple(x.shape[:-1]) + (k,)] * 2
+    if not x.shape or not 0 <= k <= x.shape[-1] or len(leaves) != 2 or \
+            [tuple(s.dims) for s in leaves] != want or dtype_of(ctx, instr, leaves[0]) is not x.dtype or \
+            dtype_of(ctx, instr, leaves[1]).name != "int32":
+        raise unsupported(ctx, instr, f"gives ({x.dtype}{list(want[0])}, s32{list(want[0])}) for k = {k} "
+                                      f"and an operand {x.dtype}{list(x.shape)}; declared {instr.shape}")
 
     def run_topk(arrays, run):
         a = np.asarray(arrays[0])

@@ -152,16 +152,12 @@ def lower_lapack(ctx, instr, operands):
     cfg = backend_config(instr)
     leaves = _leaf_shapes(instr.shape)
     outs = [(tuple(s.dims), dtype_of(ctx, instr, s)) for s in leaves]
+    _check_lapack(ctx, instr, prefix, routine, cfg, operands, outs)
     if routine == "trsm":
         a, b = operands
         return _trsm(ctx, instr, a, b, cfg.get("side", 76) == 76, cfg.get("uplo", 76) == 76,
                      {78: 0, 84: 1, 67: 2}.get(cfg.get("trans_x", 78), 0), cfg.get("diag", 78) == 85)
     fn = _LAPACK_CALLS[routine]
-    kinds = {"potrf": 2, "getrf": 3, "geqrf": 2, "orgqr": 1, "ungqr": 1, "syevd": 3, "heevd": 3,
-             "gesdd": 5, "gesvd": 5}
-    if len(outs) != kinds[routine] or not operands or len(operands[0].shape) < 2:
-        raise unsupported(ctx, instr, f"{target} returns {kinds[routine]} values from matrices; "
-                                      f"got {instr.shape}")
     cores = [2 if len(t.shape) >= 2 and k == 0 else 1 for k, t in enumerate(operands)]
     nb = len(operands[0].shape) - 2
 
@@ -171,6 +167,53 @@ def lower_lapack(ctx, instr, operands):
         return tuple(_per_matrix(lambda *m: fn(prefix, cfg, *m), xs, cores, like))
     return _extern_result(ctx, instr, f"lapack-{routine}", list(operands), run_lapack,
                           (("target", target), ("config", tuple(sorted(cfg.items())))))
+
+
+def _lapack_shapes(routine, cfg, shapes) -> tuple[int, list[tuple[int, ...]]] | None:
+    """(operand count, the result shapes) a LAPACK routine gives for operand ``shapes`` (the
+    first a [..., m, n] matrix), or None when they do not fit it."""
+    a = shapes[0]
+    if len(a) < 2:
+        return None
+    batch, (m, n) = a[:-2], a[-2:]
+    k = min(m, n)
+    if routine == "trsm":
+        if len(shapes) != 2 or m != n or len(shapes[1]) != len(a) or shapes[1][:-2] != batch:
+            return None
+        b = shapes[1]
+        return (2, [b]) if (b[-2] if cfg.get("side", 76) == 76 else b[-1]) == m else None
+    if routine in ("potrf", "syevd", "heevd") and m != n:
+        return None
+    if routine in ("orgqr", "ungqr"):
+        ok = len(shapes) == 2 and shapes[1][:-1] == batch and len(shapes[1]) == len(batch) + 1 and \
+            shapes[1][-1] <= n <= m
+        return (2, [a]) if ok else None
+    mode = cfg.get("mode", 65 if routine in ("gesdd", "gesvd") else 86)
+    if mode not in ({65, 83, 78} if routine in ("gesdd", "gesvd") else {86, 78}):
+        return None
+    full = {65: (m, n), 83: (k, k)}.get(mode, (0, 0))
+    want = {"potrf": [a, batch], "getrf": [a, batch + (k,), batch], "geqrf": [a, batch + (k,)],
+            "syevd": [a, batch + (n,), batch], "heevd": [a, batch + (n,), batch],
+            "gesdd": [a, batch + (k,), batch + (m, full[0]), batch + (full[1], n), batch]}
+    want["gesvd"] = want["gesdd"]
+    return 1, want[routine]
+
+
+def _check_lapack(ctx, instr, prefix, routine, cfg, operands, outs) -> None:
+    shapes = [t.shape for t in operands]
+    fit = _lapack_shapes(routine, cfg, shapes) if shapes else None
+    declared = [s for s, _ in outs]
+    vectors_skipped = routine in ("gesdd", "gesvd") and cfg.get("mode", 65) == 78
+    if fit is not None and vectors_skipped:   # no u/vt wanted: any shapes for them
+        fit = (fit[0], [w if k not in (2, 3) else declared[k] for k, w in enumerate(fit[1])]
+               if len(declared) == 5 else fit[1])
+    if fit is None or fit[0] != len(operands) or fit[1] != declared:
+        raise unsupported(ctx, instr, f"{instr.attr('custom_call_target')} does not fit operands "
+                                      f"{[list(s) for s in shapes]} and results {[list(s) for s in declared]}")
+    want = {"s": "float32", "d": "float64", "c": "complex64", "z": "complex128"}[prefix]
+    if any(t.dtype.name != want for t in operands[:1]) or (routine == "trsm" and operands[1].dtype.name != want):
+        raise unsupported(ctx, instr, f"{instr.attr('custom_call_target')} takes {want} matrices, got "
+                                      f"{[t.dtype.name for t in operands]}")
 
 
 def _potrf(p, cfg, a):
