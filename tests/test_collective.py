@@ -123,3 +123,15 @@ def test_stablehlo_infeed_is_refused_with_its_reason():
     with pytest.raises(UnsupportedOpError, match="stablehlo.infeed.*host-to-device") as e:
         parse_stablehlo(text)
     assert e.value.line == 2
+
+
+def test_tokens_lower_to_nothing():
+    text = """func.func @main(%x: tensor<3xf32>) -> tensor<3xf32> {
+      %t0 = stablehlo.after_all : !stablehlo.token
+      %t1 = stablehlo.create_token : !stablehlo.token
+      %t = stablehlo.after_all %t0, %t1 : !stablehlo.token
+      %y = stablehlo.add %x, %x : tensor<3xf32>
+      return %y : tensor<3xf32>
+    }"""
+    low = lower_module(parse_stablehlo(text))
+    np.testing.assert_array_equal(evaluate(low.outputs, [X[0]])[0], 2 * X[0])

@@ -664,6 +664,11 @@ for _name in ("all_reduce", "reduce_scatter", "all_gather", "all_to_all", "colle
     _op(f"stablehlo.{_name}", hlo=_name.replace("_", "-"))(_collective)
 
 
+@_op("stablehlo.after_all", "stablehlo.create_token", hlo="after-all")
+def _after_all(cv, comp, op):
+    return cv.emit(comp, op, "after-all")
+
+
 def _refused(cv, comp, op):
     """Ops that need another device or a host stream: refused with the reason."""
     raise cv.unsupported(op, _REFUSED_WHY[op.name.split(".")[-1]])
