@@ -147,3 +147,25 @@ def test_dynamic_reshape_to_a_static_shape():
     bad = text.replace("dynamic-reshape(x, a, b)", "dynamic-reshape(x, a)")
     with pytest.raises(UnsupportedOpError, match="one scalar size per result dimension"):
         lower_module(parse_hlo(bad, verify=False))
+
+
+def test_stablehlo_batch_norm_ops():
+    text = """func.func @main(%x: tensor<2x3x4xf32>, %s: tensor<3xf32>, %o: tensor<3xf32>, %m: tensor<3xf32>, %v: tensor<3xf32>)
+        -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>) {
+      %0:3 = "stablehlo.batch_norm_training"(%x, %s, %o) {epsilon = 1.0e-3 : f32, feature_index = 1 : i64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+      %1 = "stablehlo.batch_norm_inference"(%x, %s, %o, %m, %v) {epsilon = 1.0e-3 : f32, feature_index = 1 : i64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3x4xf32>
+      %2:3 = "stablehlo.batch_norm_grad"(%x, %s, %m, %v, %x) {epsilon = 1.0e-3 : f32, feature_index = 1 : i64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
+      return %0#0, %0#1, %0#2, %1, %2#0, %2#1, %2#2 : tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>
+    }"""
+    from hlotune.dsl.hlo.stablehlo import parse_stablehlo
+    r = np.random.default_rng(6)
+    x = r.standard_normal((2, 3, 4)).astype(np.float32)
+    s, o, m = (r.standard_normal(3).astype(np.float32) for _ in range(3))
+    v = r.uniform(0.5, 2, 3).astype(np.float32)
+    got = evaluate(lower_module(parse_stablehlo(text)).outputs, [x, s, o, m, v])
+    eps = np.float32(1e-3)
+    want = list(bn_numpy("training", 1, eps, *(a.astype(np.float64) for a in (x, s, o))))
+    want += list(bn_numpy("inference", 1, eps, *(a.astype(np.float64) for a in (x, s, o, m, v))))
+    want += list(bn_numpy("grad", 1, eps, *(a.astype(np.float64) for a in (x, s, m, v, x))))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=2e-4, atol=2e-4)

@@ -492,6 +492,19 @@ def _top_k(cv, comp, op):
                    variadic=True)
 
 
+def _batch_norm(cv, comp, op):
+    """batch_norm_training/inference/grad with HLO's ``epsilon`` and ``feature_index``."""
+    eps = op.attrs.get("epsilon", 0.0)
+    if not isinstance(eps, (int, float)):
+        raise cv.error(f"'{op.name}' needs a numeric epsilon, got {eps!r}", op.tok)
+    attrs = {"epsilon": float(eps), "feature_index": _int(cv, op, "feature_index")}
+    return cv.emit(comp, op, op.name.split(".")[-1].replace("_", "-"), attrs, variadic=True)
+
+
+for _name in ("batch_norm_training", "batch_norm_inference", "batch_norm_grad"):
+    _op(f"stablehlo.{_name}", hlo=_name.replace("_", "-"))(_batch_norm)
+
+
 @_op("stablehlo.cholesky", hlo="cholesky")
 def _cholesky(cv, comp, op):
     return cv.emit(comp, op, "cholesky", {"lower": bool(op.attrs.get("lower", False))})
