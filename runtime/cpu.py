@@ -20,6 +20,13 @@ from .cachedir import scratch_dir, unsafe_file
 
 log = logging.getLogger(__name__)
 
+# OpenMP threads that have no work sleep instead of spinning, so that on a shared machine they do
+# not take a core that another process (or a descheduled thread of ours) needs: measured on real
+# layers, quiet and next to a busy process (bench/threading_cpu.py). libgomp reads this when our
+# first kernel loads it; a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+if "GOMP_SPINCOUNT" not in os.environ:
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 #: -fno-tree-switch-conversion: gcc 12 miscompiles vectorized, if-converted code reading the lookup table
 #: it makes of a select chain over constants (a complex sign of a NaN constant lost its NaN part)
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-fwrapv", "-fno-tree-switch-conversion",
