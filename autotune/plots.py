@@ -202,8 +202,18 @@ def plot_trials(df, path: str) -> None:
     _save(plt, fig, path)
 
 
+def plot_fusion(df, path: str) -> None:
+    """Each segment's measured fusion plans side by side (time per plan)."""
+    plt, fig, ax = _figure(len(df))
+    many = df.target.nunique() > 1
+    groups = [f"{_label(t, g, many)}: {p}" for t, g, p in zip(df.task, df.target, df.plan)]
+    _grouped_bars(ax, groups, {"segment time": list(df.median_us)}, "median time (us)")
+    ax.set_title("fusion: plans of each segment measured end to end")
+    _save(plt, fig, path)
+
+
 _PLOTS = {"tasks": plot_tasks, "schedules": plot_schedules, "tuners": plot_tuners, "targets": plot_targets,
-          "convergence": plot_convergence, "trials": plot_trials}
+          "convergence": plot_convergence, "trials": plot_trials, "fusion": plot_fusion}
 
 
 def plot_view(report, name: str, path: str) -> None:

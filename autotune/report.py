@@ -29,6 +29,8 @@ VIEWS = {
     "targets": "the best time of each task on each target, one column per target",
     "convergence": "the best time so far after each measured trial, per task, target and tuner",
     "trials": "every trial in the order it finished: tuner, config, median time or failure",
+    "fusion": "each compute segment's fusion plans measured end to end: the decisions each plan flips "
+              "from the default fusion, its time, and its speed-up over the default plan",
 }
 
 TRIALS_NOTE = ("trials: measured candidates, the default schedule included; invalid: configs that broke a "
@@ -120,12 +122,19 @@ class Report:
         wl = {w["key"]: w for w in self.db.workloads()}
         kinds = {t["key"]: t["kind"] for t in self.db.targets()}
         df = self.trials()
+        winners = {(x["workload"], x["target"]): x for x in self.db.winners()}
         for (w, g), grp in df.groupby(["workload", "target_key"], sort=False):
             ok = grp[grp.failure.isna()]
             default = ok[ok.config == "{}"]
             best = ok.loc[ok.median_us.idxmin()] if len(ok) else None
             d_us = float(default.median_us.iloc[0]) if len(default) else None
             b_us = float(best.median_us) if best is not None else None
+            best_cfg = best.config if best is not None else None
+            win, ci = winners.get((w, g)), (None, None)
+            if win is not None:     # re-timed finalists decide (autotune/winners.py), with intervals
+                b_us, ci, best_cfg = win["median"] * 1e6, (win["lo"] * 1e6, win["hi"] * 1e6), \
+                    json.dumps(win["config"], sort_keys=True)
+                d_us = win["default_median"] * 1e6 if win["default_median"] else d_us
             info = wl[w]
             row = {"task": self.task_name(w), "target": self.target_name(g), "workload": w,
                    "family": info["family"], "description": info["description"],
@@ -133,15 +142,32 @@ class Report:
                    "trials": int((grp.failure != "invalid").sum())}
             for f in FAILURES:
                 row[f] = int((grp.failure == f).sum())
-            row.update({"default_us": d_us, "best_us": b_us,
+            row.update({"default_us": d_us, "best_us": b_us, "best_lo_us": ci[0], "best_hi_us": ci[1],
                         "speedup": (d_us / b_us) if d_us and b_us else None,
                         "gflops": info["flops"] / (b_us * 1e3) if info.get("flops") and b_us else None,
                         "gbps": info["bytes"] / (b_us * 1e3) if info.get("bytes") and b_us else None,
-                        "best_config": best.config if best is not None else None})
+                        "best_config": best_cfg})
             rows.append(row)
         return pd.DataFrame(rows, columns=["task", "target", "workload", "family", "description", "shapes",
                                            "target_key", "target_kind", "trials", *FAILURES, "default_us", "best_us",
-                                           "speedup", "gflops", "gbps", "best_config"])
+                                           "best_lo_us", "best_hi_us", "speedup", "gflops", "gbps", "best_config"])
+
+    def fusion(self) -> pd.DataFrame:
+        """Every measured fusion plan (autotune/plans.py) of every segment: the decisions it
+        flips from the default fusion ('default' for none), its median time, and its speed-up over
+        the default plan (what those flips were worth)."""
+        df = self.trials()
+        df = df[(df.family == "fusion") & df.failure.isna()]
+        rows = []
+        for (w, g), grp in df.groupby(["workload", "target_key"], sort=False):
+            base = grp[grp.config == "{}"].median_us
+            for _, t in grp.iterrows():
+                flips = " ".join(f"{k}={v}" for k, v in json.loads(t.config).items()) or "default"
+                rows.append({"task": t.task, "target": t.target, "workload": w, "target_key": g, "plan": flips,
+                             "median_us": t.median_us,
+                             "speedup": float(base.iloc[0]) / t.median_us if len(base) else None})
+        return pd.DataFrame(rows, columns=["task", "target", "workload", "target_key", "plan", "median_us",
+                                           "speedup"])
 
     def schedules(self, workload: str | None = None, target: str | None = None, k: int = 5) -> pd.DataFrame:
         """The top-k configs of each task side by side with their times (one column per knob)."""
@@ -211,8 +237,11 @@ class Report:
         df = self.view(name)
         one_target = df.empty or "target" not in df or df["target"].nunique() <= 1
         drop = ["workload", "description", "shapes", "target_key", "target_kind", "run", "seed", "family",
-                "finished", "gflops", "gbps", "best_config", *(["target"] if one_target else [])]
+                "finished", "gflops", "gbps", "best_config", "best_lo_us", "best_hi_us",
+                *(["target"] if one_target else [])]
         if name == "tasks" and not df.empty:
+            ci = [f"{lo:.0f}-{hi:.0f}" if pd.notna(lo) else "" for lo, hi in zip(df.best_lo_us, df.best_hi_us)]
+            df = df.assign(**{"95% CI us": ci})     # the confirmed winner's interval
             failed = df[list(FAILURES[1:])].sum(axis=1)
             df = df.drop(columns=list(FAILURES[1:]))
             df.insert(df.columns.get_loc("invalid") + 1, "failed", failed)

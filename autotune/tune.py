@@ -137,7 +137,7 @@ def tune_graph(outputs, inputs, target: Target, trials: int, db: Database, tuner
     rid = run_id(opts.module_key or "|".join(sorted(t.key for t in tasks)), target, trials, tuner, seed)
     with run_lock(db.path, rid):
         run = _Run(tasks, rid, target, trials, db, opts)
-        run.plans = [p for p in segment_plans(outputs, inputs, target) if p.choices] if opts.plan_share else []
+        run.plans = [p for p in segment_plans(outputs, inputs, target) if p.choices]
         return run.tune()
 
 

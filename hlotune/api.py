@@ -208,7 +208,8 @@ def compile(module, target="cpu", db=None) -> CompiledModule:
 
 
 def tune(module, *example_args, target="cpu", trials: int = 64, db="tuning.db", tuner: str = "bayes",
-         seed: int = 0, progress: bool = True, example_kwargs: dict | None = None, **options):
+         seed: int = 0, progress: bool = True, example_kwargs: dict | None = None, remeasure: bool = False,
+         **options):
     """Tune every kernel of ``module`` on ``target`` with ``trials`` measurements in all; every
     trial goes into ``db`` (SQLite path or Database) as it finishes. Re-running the same call
     resumes. ``module``: a Module, path or text, a ``jax.stages.Lowered``, or a JAX function
@@ -217,10 +218,15 @@ def tune(module, *example_args, target="cpu", trials: int = 64, db="tuning.db", 
     (reports name kernels by it). Arguments are checked (``check_tune_args``) before anything is
     loaded or measured. ``dask=`` (a scheduler address or Client) measures on a Dask cluster,
     ``security=`` (a ``distributed.security.Security`` or a spec, see
-    ``autotune.cluster.security``) secures it with TLS."""
+    ``autotune.cluster.security``) secures it with TLS. ``remeasure=True`` measures no new config:
+    it re-times each task's finalists already in ``db`` on this machine and stores the winners
+    again (autotune/winners.py)."""
     from .autotune.tune import tune_graph
     from .runtime.targets import get_target
-    check_tune_args(trials, tuner, seed, **options)
+    check_tune_args(1 if remeasure else trials, tuner, seed, **options)
+    if remeasure:
+        trials = 0
+        options.setdefault("plan_share", 0.0)
     if not isinstance(module, Module):
         module = load_hlo(module, *example_args, **(example_kwargs or {}))
     elif example_args or example_kwargs:

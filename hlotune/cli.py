@@ -187,7 +187,7 @@ def kernel_summary(module, compiled, db) -> str:
 
 def cmd_tune(args) -> int:
     from .api import check_tune_args, load_hlo, tune
-    from .autotune.tune import summary_table
+    from .autotune.tune import overhead_line, summary_table
     check_tune_args(args.trials, args.tuner, args.seed, batch=args.batch, timeout=args.timeout)
     m = load_hlo(args.module)
     t0 = time.perf_counter()
@@ -196,11 +196,18 @@ def cmd_tune(args) -> int:
         opts = {"base_estimator": args.estimator, "acq_func": args.acq}
     res = tune(m, target=args.target, trials=args.trials, db=args.db, tuner=args.tuner, seed=args.seed,
                progress=not args.quiet, batch=args.batch, timeout=args.timeout, tuner_options=opts,
-               dask=args.dask, security=args.dask_security)
-    print(textwrap.fill(f"tuned {m.name} on {args.target}: {len(res)} task(s) (distinct kernel stages), a budget "
-                        f"of {args.trials} measured trials shared among them, {time.perf_counter() - t0:.1f}s; "
-                        f"database {args.db}", 100))
+               dask=args.dask, security=args.dask_security, remeasure=args.remeasure)
+    wall = time.perf_counter() - t0
+    plans = [r for r in res if r.task.family == "fusion"]
+    kernels = len(res) - len(plans)
+    split = (f"{sum(r.trials for r in res) - sum(r.trials for r in plans)} on kernels, "
+             f"{sum(r.trials for r in plans)} on {len(plans)} segment(s)' fusion plans")
+    what = (f"re-timed the finalists of {m.name} on {args.target}" if args.remeasure else
+            f"tuned {m.name} on {args.target}: {kernels} task(s) (distinct kernel stages), a budget of "
+            f"{args.trials} measured trials shared among them ({split})")
+    print(textwrap.fill(f"{what}, {wall:.1f}s; database {args.db}", 100))
     print(summary_table(res, m.name))
+    print(textwrap.fill(overhead_line(res, wall), 100))
     return 0
 
 
@@ -393,6 +400,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--dask-security", metavar="PATH|SPEC", help="TLS for --dask tls://...: a YAML/JSON file of "
                    "distributed.security.Security options or key=value,... (tls_ca_file, tls_client_cert, "
                    "tls_client_key, ...)")
+    t.add_argument("--remeasure", action="store_true", help="measure no new config: re-time each task's "
+                   "finalists and default already in --db on this machine, interleaved, and store the "
+                   "winners again with their confidence intervals")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     t.set_defaults(fn=cmd_tune)
     views = "\n".join(textwrap.fill(v, 79, initial_indent=f"  {k:12s} ", subsequent_indent=" " * 15)

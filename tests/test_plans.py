@@ -91,3 +91,27 @@ def test_a_segment_without_choices_has_no_plan_task():
     B = dsl.compute((8, 8), lambda i, j: A[i, j] * 2.0, name="B")
     (p,) = segment_plans([B], [A], CPU)
     assert p.choices == [] and plan_key(Graph([B], [A])) == p.key
+
+
+def test_cli_remeasure_and_the_fusion_view(tmp_path, capsys):
+    """``hlotune tune --remeasure`` re-times a small database's finalists (no new trial) and
+    stores the winners with intervals; ``report --view fusion`` lists the measured plans."""
+    from hlotune.cli import main
+    db = str(tmp_path / "r.db")
+    f = str(DATA / "mlp_block.hlo")
+    assert main(["tune", f, "--trials", "10", "--db", db, "-q", "--tuner", "random"]) == 0
+    out = capsys.readouterr().out
+    assert "on kernels" in out and "fusion plans" in out and "per measured trial: build" in out
+    before = Database(db).history()
+    decided = {w["workload"]: w["decided"] for w in Database(db).winners()}
+    assert main(["tune", f, "--db", db, "-q", "--remeasure"]) == 0
+    assert "re-timed the finalists" in capsys.readouterr().out
+    after = Database(db)
+    assert len(after.history()) == len(before)          # nothing new was measured as a trial
+    assert all(w["decided"] > decided[w["workload"]] and w["lo"] <= w["median"] <= w["hi"]
+               for w in after.winners())
+    assert main(["report", "--db", db, "--view", "fusion"]) == 0
+    assert "default" in capsys.readouterr().out
+    pytest.importorskip("matplotlib")
+    assert main(["report", "--db", db, "--view", "fusion", "--plot", str(tmp_path / "f.png")]) == 0
+    assert (tmp_path / "f.png").stat().st_size > 1000
