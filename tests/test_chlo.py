@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import scipy.special as sp
-from hlotune.dsl.errors import UnsupportedOpError
+from hlotune.dsl.errors import HloParseError
 from hlotune.dsl.hlo.lower import lower_module
 from hlotune.dsl.hlo.stablehlo import parse_stablehlo
 from hlotune.dsl.reference import evaluate
@@ -291,15 +291,16 @@ def test_mulhi_compiled_for_every_width():
 
 
 def test_chlo_ops_check_their_operands():
+    """The verifier refuses CHLO functions of the wrong element types, located at the op."""
     bad = """func.func public @main(%a: tensor<4xi32>) -> tensor<4xi32> {
       %r = chlo.erfc %a : tensor<4xi32> -> tensor<4xi32>
       return %r : tensor<4xi32>
     }"""
-    with pytest.raises(UnsupportedOpError, match="chlo.erfc.*floating-point"):
+    with pytest.raises(HloParseError, match="chlo.erfc.*floating-point") as e:
         lower_module(parse_stablehlo(bad))
-    bad = _binary_module("mulhi", "f32", 4)
-    with pytest.raises(UnsupportedOpError, match="chlo.mulhi.*integer"):
-        lower_module(parse_stablehlo(bad))
+    assert e.value.line == 2
+    with pytest.raises(HloParseError, match="chlo.mulhi.*integer"):
+        lower_module(parse_stablehlo(_binary_module("mulhi", "f32", 4)))
 
 
 def test_broadcasting_chlo_ops_constants_and_conj():

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hlotune.dsl.errors import UnsupportedOpError
+from hlotune.dsl.errors import HloParseError
 from hlotune.dsl.hlo.lower import lower_module
 from hlotune.dsl.hlo.parser import parse_hlo
 from hlotune.dsl.reference import evaluate
@@ -145,7 +145,7 @@ def test_dynamic_reshape_to_a_static_shape():
     x = np.arange(12, dtype=np.float32).reshape(2, 6)
     np.testing.assert_array_equal(evaluate(lower_module(parse_hlo(text)).outputs, [x])[0], x.reshape(3, 4))
     bad = text.replace("dynamic-reshape(x, a, b)", "dynamic-reshape(x, a)")
-    with pytest.raises(UnsupportedOpError, match="one scalar size per result dimension"):
+    with pytest.raises(HloParseError, match="one scalar size per result dimension"):
         lower_module(parse_hlo(bad, verify=False))
 
 

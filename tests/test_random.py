@@ -89,12 +89,15 @@ def test_rng_bit_generator_is_bit_exact_with_xla(algorithm, shape, ty, state, bi
        st.integers(1, 40), st.integers(1, 40), st.sampled_from([np.uint32, np.uint64]))
 def test_counters_continue_across_calls(algorithm, key, counter, n1, n2, dtype):
     """One call for n1 + n2 numbers gives the numbers of two calls for n1 and then n2 where XLA's
-    layout makes it so: flat 64-bit outputs (Threefry), whole 128-bit blocks (Philox)."""
+    layout makes it so: flat 64-bit outputs (Threefry), whole 128-bit blocks (Philox, with a
+    u64[3] state: a u64[2] state keeps only the low word of the counter, as XLA's, so a carry
+    out of it is lost between calls)."""
     if algorithm == "philox":
         n1 = 4 * n1 if dtype == np.uint32 else 2 * n1
-    elif dtype == np.uint32:
+        state = np.array([key, counter, 7], np.uint64)
+    else:
         dtype = np.uint64
-    state = np.array([key, counter], np.uint64)
+        state = np.array([key, counter], np.uint64)
     s1, a = generate(algorithm, state, (n1,), np.dtype(dtype))
     _, b = generate(algorithm, s1, (n2,), np.dtype(dtype))
     _, both = generate(algorithm, state, (n1 + n2,), np.dtype(dtype))

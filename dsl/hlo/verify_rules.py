@@ -614,3 +614,8 @@ def complex_part(v, ins, ops):
 
 
 RULES.update({"complex": complex_, "real": complex_part, "imag": complex_part})
+
+# the ops added for JAX programs (CHLO functions, random numbers, linear algebra, collectives, ...)
+from .verify_ops import RULES as _OPS_RULES
+
+RULES.update(_OPS_RULES)

@@ -1,0 +1,266 @@
+"""Verifier rules (see :mod:`.verify_rules`) of the ops added for JAX programs: CHLO functions
+and their HLO opcodes, random numbers, linear algebra, fft, select-and-scatter, batch norm,
+stochastic-convert, dynamic-reshape, ragged-dot, scan, collectives, tokens and async copies.
+
+Each checks what XLA's shape inference checks and the declared shape it implies. The rules of
+collectives only check that their values are arrays: their shapes depend on the device count,
+which lowering checks (and refuses, naming why, beyond one device); refused ops (send, infeed,
+...) have no rule to pass, so lowering's reason reaches the user.
+"""
+
+from __future__ import annotations
+
+from .ast import TOKEN, ArrayShape, TupleShape
+from .shapecheck import array, check, expect, ints, is_float, is_int, leaves, n_operands, plain, scalar
+
+__all__ = ["RULES"]
+
+_FLOAT_UNARY = ("erfc", "erf_inv", "lgamma", "digamma", "cosh", "sinh", "asin", "acos", "atan", "acosh",
+                "asinh", "atanh", "bessel_i1e")
+_PRED_UNARY = ("is_inf", "is_pos_inf", "is_neg_inf")
+_HLO_UNARY = ("acos", "acosh", "asin", "asinh", "atan", "atanh", "cosh", "sinh")
+
+
+def _same_operands(ops, n: int, want_float: bool | None):
+    n_operands(ops, n)
+    xs = [array(s, f"operand {k}") for k, s in enumerate(ops)]
+    for k, x in enumerate(xs[1:], 1):
+        check(plain(x) == plain(xs[0]), f"operand {k} {plain(x)} differs from operand 0 {plain(xs[0])}")
+    et = xs[0].element_type
+    if want_float is True:
+        check(is_float(et), f"needs floating-point operands, got {plain(xs[0])}")
+    elif want_float is False:
+        check(is_int(et), f"needs integer operands, got {plain(xs[0])}")
+    return xs[0]
+
+
+def float_unary(v, ins, ops):
+    expect(ins, _same_operands(ops, 1, True))
+
+
+def pred_unary(v, ins, ops):
+    x = _same_operands(ops, 1, True)
+    expect(ins, ArrayShape("pred", x.dims))
+
+
+def float_binary(v, ins, ops):
+    expect(ins, _same_operands(ops, 2, True))
+
+
+def int_binary(v, ins, ops):
+    expect(ins, _same_operands(ops, 2, False))
+
+
+# ----------------------------------------------------------------------------- random
+
+def rng_bit_generator(v, ins, ops):
+    """(state of the operand's shape, bits of any 8-64 bit type)."""
+    n_operands(ops, 1)
+    s = array(ops[0], "the state")
+    check(s.rank == 1 and s.element_type in ("u64", "s64"), f"the state is u64[n], got {plain(s)}")
+    check(ins.shape.is_tuple and len(ins.shape.elements) == 2, "returns (state, bits)")
+    expect(ins, TupleShape((s, array(ins.shape.elements[1], "the bits"))))
+
+
+def rng(v, ins, ops):
+    n_operands(ops, 2)
+    a, b = scalar(ops[0], "a"), scalar(ops[1], "b")
+    check(a.element_type == b.element_type, f"a and b differ: {plain(a)}, {plain(b)}")
+    expect(ins, ArrayShape(a.element_type, array(ins.shape, "the result").dims))
+
+
+def rng_get_and_update_state(v, ins, ops):
+    n_operands(ops, 0)
+    expect(ins, ArrayShape("u64", (2,)))
+
+
+# ----------------------------------------------------------------------------- linear algebra, fft
+
+def _square(x, what="the operand"):
+    check(x.rank >= 2 and x.dims[-1] == x.dims[-2], f"{what} must be square matrices, got {plain(x)}")
+
+
+def cholesky(v, ins, ops):
+    n_operands(ops, 1)
+    a = array(ops[0], "the operand")
+    _square(a)
+    expect(ins, a)
+
+
+def triangular_solve(v, ins, ops):
+    n_operands(ops, 2)
+    a, b = array(ops[0], "a"), array(ops[1], "b")
+    _square(a, "a")
+    left = ins.attr("left_side", False)
+    left = left is True or str(left).lower() == "true"
+    check(b.rank == a.rank and b.dims[:-2] == a.dims[:-2] and
+          (b.dims[-2] if left else b.dims[-1]) == a.dims[-1],
+          f"a {plain(a)} does not fit b {plain(b)} (left_side={left})")
+    check(a.element_type == b.element_type, "a and b differ in type")
+    expect(ins, b)
+
+
+_COMPLEX = {"f32": "c64", "f64": "c128"}
+
+
+def fft(v, ins, ops):
+    n_operands(ops, 1)
+    x = array(ops[0], "the operand")
+    lengths = ints(ins, "fft_length")
+    kind = str(ins.attr("fft_type", "FFT")).upper()
+    n = len(lengths)
+    check(1 <= n <= min(3, x.rank), f"fft_length {list(lengths)} must name 1 to 3 trailing dims")
+    half = tuple(lengths[:-1]) + (lengths[-1] // 2 + 1,)
+    real = {v_: k for k, v_ in _COMPLEX.items()}
+    if kind == "RFFT":
+        check(x.element_type in _COMPLEX and x.dims[-n:] == tuple(lengths), f"RFFT of {plain(x)}")
+        want = ArrayShape(_COMPLEX[x.element_type], x.dims[:-n] + half)
+    elif kind == "IRFFT":
+        check(x.element_type in real and x.dims[-n:] == half, f"IRFFT of {plain(x)}")
+        want = ArrayShape(real[x.element_type], x.dims[:-n] + tuple(lengths))
+    else:
+        check(kind in ("FFT", "IFFT") and x.element_type in real and x.dims[-n:] == tuple(lengths),
+              f"{kind} of {plain(x)} with fft_length {list(lengths)}")
+        want = x
+    expect(ins, want)
+
+
+def topk(v, ins, ops):
+    n_operands(ops, 1)
+    x = array(ops[0], "the operand")
+    k = ins.attr("k")
+    check(isinstance(k, int) and x.rank >= 1 and 0 <= k <= x.dims[-1],
+          f"k = {k!r} for an operand {plain(x)}")
+    dims = x.dims[:-1] + (k,)
+    expect(ins, TupleShape((ArrayShape(x.element_type, dims), ArrayShape("s32", dims))))
+
+
+# ----------------------------------------------------------------------------- windows, norms
+
+def select_and_scatter(v, ins, ops):
+    n_operands(ops, 3)
+    x, src = array(ops[0], "the operand"), array(ops[1], "the source")
+    scalar(ops[2], "init", src.element_type)
+    v.scalar_fn(ins, [x.element_type] * 2, ["pred"], "select")
+    v.scalar_fn(ins, [src.element_type] * 2, [src.element_type], "scatter")
+    expect(ins, ArrayShape(src.element_type, x.dims))
+
+
+def _feature(ins, x, per_feature):
+    f = ins.attr("feature_index", 0)
+    check(isinstance(f, int) and 0 <= f < x.rank, f"feature_index {f!r} outside {plain(x)}")
+    for k, s in enumerate(per_feature):
+        c = array(s, f"per-feature operand {k}")
+        check(plain(c) == ArrayShape(x.element_type, (x.dims[f],)),
+              f"per-feature operand {k} is {plain(c)}, expected {x.element_type}[{x.dims[f]}]")
+    check(is_float(x.element_type), f"needs floating-point operands, got {plain(x)}")
+    return ArrayShape(x.element_type, (x.dims[f],))
+
+
+def batch_norm_training(v, ins, ops):
+    n_operands(ops, 3)
+    x = array(ops[0], "the operand")
+    c = _feature(ins, x, ops[1:])
+    expect(ins, TupleShape((plain(x), c, c)))
+
+
+def batch_norm_inference(v, ins, ops):
+    n_operands(ops, 5)
+    x = array(ops[0], "the operand")
+    _feature(ins, x, ops[1:])
+    expect(ins, x)
+
+
+def batch_norm_grad(v, ins, ops):
+    n_operands(ops, 5)
+    x = array(ops[0], "the operand")
+    c = _feature(ins, x, ops[1:4])
+    check(plain(array(ops[4], "grad_output")) == plain(x), "grad_output must have the operand's shape")
+    expect(ins, TupleShape((plain(x), c, c)))
+
+
+def stochastic_convert(v, ins, ops):
+    n_operands(ops, 2)
+    x, r = array(ops[0], "the operand"), array(ops[1], "the random bits")
+    check(x.dims == r.dims, f"the random bits {plain(r)} must have the operand's dims {plain(x)}")
+    expect(ins, ArrayShape(array(ins.shape, "the result").element_type, x.dims))
+
+
+def dynamic_reshape(v, ins, ops):
+    check(len(ops) >= 1, "takes the operand and one size per result dimension")
+    x, out = array(ops[0], "the operand"), array(ins.shape, "the result")
+    check(len(ops) - 1 == out.rank and all(scalar(s, "a size") for s in ops[1:]),
+          "takes one scalar size per result dimension")
+    check(out.size == x.size and out.element_type == x.element_type, f"reshapes {plain(x)} to {plain(out)}")
+
+
+def ragged_dot(v, ins, ops):
+    n_operands(ops, 3)
+    array(ops[0], "the lhs")
+    array(ops[1], "the rhs")
+    gs = array(ops[2], "group_sizes")
+    check(is_int(gs.element_type) and gs.rank >= 1, f"group_sizes must be integers, got {plain(gs)}")
+    check(len(ints(ins, "lhs_ragged_dims")) == 1, "needs one lhs ragged dim")
+    array(ins.shape, "the result")
+
+
+def scan(v, ins, ops):
+    for k, s in enumerate(ops):
+        array(s, f"operand {k}")
+    v.called(ins, "to_apply")
+
+
+# ----------------------------------------------------------------------------- plumbing
+
+def arrays_only(v, ins, ops):
+    """Collectives: values are arrays (their shapes depend on the device count)."""
+    for k, s in enumerate(ops):
+        for leaf in leaves(s):
+            array(leaf, f"operand {k}")
+
+
+def token(v, ins, ops):
+    expect(ins, TOKEN)
+
+
+def copy_start(v, ins, ops):
+    n_operands(ops, 1)
+    x = array(ops[0], "the operand")
+    check(ins.shape.is_tuple and len(ins.shape.elements) >= 2, "returns (destination, source, context)")
+    check(all(plain(s) == plain(x) for s in ins.shape.elements[:2]), "copies the operand's shape")
+
+
+def copy_done(v, ins, ops):
+    n_operands(ops, 1)
+    check(ops[0].is_tuple and len(ops[0].elements) >= 1, "takes a copy-start")
+    expect(ins, ops[0].elements[0])
+
+
+def same_as_operand(v, ins, ops):
+    n_operands(ops, 1)
+    expect(ins, ops[0])
+
+
+def anything(v, ins, ops):
+    """Ops whose lowering refuses them with the reason (send, recv, infeed, outfeed)."""
+
+
+RULES = {f"chlo.{op}": float_unary for op in _FLOAT_UNARY}
+RULES.update({f"chlo.{op}": pred_unary for op in _PRED_UNARY})
+RULES.update({op: float_unary for op in _HLO_UNARY})
+RULES.update({"chlo.next_after": float_binary, "chlo.polygamma": float_binary, "chlo.zeta": float_binary,
+              "chlo.mulhi": int_binary, "mulhi": int_binary})
+RULES.update({
+    "rng-bit-generator": rng_bit_generator, "rng": rng, "rng-get-and-update-state": rng_get_and_update_state,
+    "cholesky": cholesky, "triangular-solve": triangular_solve, "fft": fft, "topk": topk,
+    "select-and-scatter": select_and_scatter, "batch-norm-training": batch_norm_training,
+    "batch-norm-inference": batch_norm_inference, "batch-norm-grad": batch_norm_grad,
+    "stochastic-convert": stochastic_convert, "dynamic-reshape": dynamic_reshape, "ragged-dot": ragged_dot,
+    "chlo.scan": scan, "after-all": token, "create-token": token, "copy-start": copy_start,
+    "copy-done": copy_done, "opt-barrier": same_as_operand, "domain": same_as_operand,
+})
+RULES.update({op: arrays_only for op in (
+    "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-broadcast", "collective-reduce",
+    "all-reduce-start", "all-gather-start", "all-reduce-done", "all-gather-done", "collective-permute",
+    "collective-permute-start", "collective-permute-done")})
+RULES.update({op: anything for op in ("send", "send-done", "recv", "recv-done", "infeed", "outfeed")})
