@@ -100,7 +100,6 @@ def _resnet_bottleneck(hw=56, cin=256, mid=64, seed=5):
 
 
 def _mobilenet_v2(hw=56, c=24, expand=6, seed=6):
-    import jax
     import jax.numpy as jnp
     from jax import lax
     w = _rng(seed)
