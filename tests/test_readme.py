@@ -39,6 +39,11 @@ def commands(code: str) -> list[str]:
     return [c.strip() for c in joined.splitlines() if c.strip() and not c.strip().startswith("#")]
 
 
+def after_install(cmd: str) -> str:
+    """``cmd`` without a leading ``pip install ... &&`` (the test runs in the installed environment)."""
+    return re.sub(r"^pip install [^&]*&&\s*", "", cmd)
+
+
 def skip_reason(cmd: str) -> str | None:
     for frag, why in SKIP.items():
         if frag in cmd:
@@ -71,7 +76,7 @@ def test_readme_runs_top_to_bottom(tmp_path, monkeypatch):
     ran, skipped, namespace = [], [], None
     for k, (lang, code) in enumerate(blocks(README.read_text())):
         if lang == "bash":
-            for cmd in commands(code):
+            for cmd in map(after_install, commands(code)):
                 why = skip_reason(cmd)
                 if why:
                     skipped.append((cmd, why))
@@ -92,4 +97,5 @@ def test_readme_runs_top_to_bottom(tmp_path, monkeypatch):
     assert any(c.startswith("hlotune tune") for c in ran) and any(c.startswith("hlotune run") for c in ran)
     assert (tmp_path / "convergence.png").read_bytes()[:4] == b"\x89PNG"
     assert (tmp_path / "top.md").read_text().startswith("|")
+    assert (tmp_path / "tuning.db").stat().st_size > 0   # the README's first command: tune into SQLite
     assert {why for _, why in skipped} <= set(SKIP.values()) | {"needs an OpenCL device"}
