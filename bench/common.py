@@ -36,6 +36,15 @@ def _blas() -> str:
         return "unknown"
 
 
+def _openblas_kernel() -> str:
+    """The OpenBLAS kernel family numpy's BLAS runs (its 'architecture'), as threadpoolctl reports it."""
+    try:
+        from threadpoolctl import threadpool_info
+        return ", ".join(i.get("architecture", "?") for i in threadpool_info() if i.get("internal_api") == "openblas")
+    except Exception:  # noqa: BLE001  (threadpoolctl missing or a BLAS it cannot read)
+        return "unknown"
+
+
 def environment(extra: dict | None = None) -> dict:
     """What ran: versions, CPU, threads, load average."""
     from hlotune.runtime.cpu import CCompiler
@@ -55,6 +64,8 @@ def environment(extra: dict | None = None) -> dict:
         "flags": " ".join(cc.flags),
         "loadavg_before": " ".join(f"{x:.2f}" for x in os.getloadavg()),
     }
+    env["OPENBLAS_CORETYPE"] = os.environ.get("OPENBLAS_CORETYPE", "unset")
+    env["openblas_kernel"] = _openblas_kernel()
     try:
         import jax
         env["jax"] = jax.__version__
