@@ -220,9 +220,9 @@ def extract_tasks(outputs, inputs, target: Target) -> list[Task]:
     return list(tasks.values())
 
 
-def tuned_schedule_fn(db, target: Target, k: int = 8):
+def tuned_schedule_fn(db, target: Target, k: int = 8, plans: bool = True):
     """A ``schedule_fn`` for CompiledGraph: the segment is fused by the fusion plan the database
-    holds for it (autotune/plans.py; none: default fusion), then each root stage takes the
+    holds for it (autotune/plans.py; none, or ``plans=False``: default fusion), then each root stage takes the
     fastest of the ``k`` best configs the database holds for its workload on ``target`` that
     still schedules and lowers,
     else the target's default schedule. A stored config that no longer applies (its template
@@ -233,7 +233,7 @@ def tuned_schedule_fn(db, target: Target, k: int = 8):
     def fn(g: Graph) -> Schedule:
         from .plans import stored_plan
         s = Schedule(g)
-        fuse(s, target.hardware, stored_plan(db, g, target))   # the segment's measured fusion plan
+        fuse(s, target.hardware, stored_plan(db, g, target) if plans else {})   # the segment's measured fusion plan
         for name in [n for n, st in s.stages.items() if st.attach == ("root",)]:
             st = s.stage(name)
             sg = stage_graph(s, st)

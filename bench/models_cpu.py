@@ -91,7 +91,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     db_path = args.db or str(Path(tempfile.mkdtemp()) / "models.db")
     env = environment({"trials_per_task": args.trials_per_task})
-    rows, table, busy_table, kinds = [], [], [], None
+    rows, table, busy_table, kinds, fusion_rows = [], [], [], None, []
     for name, (fn, params) in layers().items():
         if args.only and name not in args.only:
             continue
@@ -113,6 +113,12 @@ def main(argv=None):
             trials = sum(r.trials for r in res)
             tuned = hlotune.compile(m, target="cpu", db=db_path)
             contenders["hlotune tuned"] = lambda f=tuned, p=params: f(*p)
+            # the same tuned kernels with every segment fused by the default plan (issue 13's ablation)
+            from hlotune.api import CompiledModule, _db
+            from hlotune.autotune.task import tuned_schedule_fn
+            t = get_target("cpu")
+            nofuse = CompiledModule(m, t, tuned_schedule_fn(_db(db_path, create=False), t, plans=False))
+            contenders["hlotune tuned, default fusion"] = lambda f=nofuse, p=params: f(*p)
         # the same kernels (tuned when tuned) called from inside jax.jit through the XLA FFI op
         op = jax.jit(hlotune.jax_op(fn, db=db_path if trials else None))
         contenders["hlotune via jax_op inside jax.jit"] = lambda f=op, a=jargs: f(*a).block_until_ready()
@@ -141,6 +147,8 @@ def main(argv=None):
         if trials:
             line += [f"{tune_s:.0f}", f"{trials} / {ntasks}"]
         table.append(line)
+        if trials:
+            fusion_rows.append(_fusion_row(name, times, db_path, m.name))
         if busy:
             slow = [name] + [f"{statistics.median(busy[k]) / statistics.median(times[k]):.2f}" for k in contenders]
             busy_table.append(slow)
@@ -148,8 +156,10 @@ def main(argv=None):
             kinds = (name, breakdown(m, hlotune.api._db(db_path) if trials else None, 3))
         print(" | ".join(line), flush=True)
     tuned = bool(args.trials_per_task)
-    head = ["layer", "XLA:CPU ms", "hlotune default ms", *(["hlotune tuned ms"] if tuned else []),
+    head = ["layer", "XLA:CPU ms", "hlotune default ms",
+            *(["hlotune tuned ms", "tuned, default fusion ms"] if tuned else []),
             "jax_op in jax.jit ms", "default / XLA (time)", *(["tuned / XLA (time)"] if tuned else []),
+            *(["tuned, default fusion / XLA (time)"] if tuned else []),
             "jax_op / XLA (time)", *(["tuning wall s", "trials / tasks"] if tuned else [])]
     md = md_table(head, table)
     if busy_table:
@@ -169,6 +179,46 @@ def main(argv=None):
              "(hlotune.jax_op, the tuned kernels when tuned) against plain jax.jit.")
     write_results("models_cpu", rows, md, env, notes)
     print(md)
+    if fusion_rows:
+        write_fusion(fusion_rows, env, args)
+
+
+def _fusion_row(name: str, times: dict, db_path: str, module: str) -> dict:
+    """One layer's fusion ablation: tuned with measured plans over tuned with default fusion, and
+    the plans the database chose (non-default winners of the report's fusion view)."""
+    plans, default = times["hlotune tuned"], times["hlotune tuned, default fusion"]
+    fv = hlotune.report(db_path).fusion()
+    chosen = []
+    if len(fv):
+        for _, grp in fv.groupby("workload"):
+            best = grp.loc[grp.median_us.idxmin()]
+            if best.plan != "default":
+                chosen.append(f"{best.plan} ({best.speedup:.2f}x)")
+    return {"layer": name, "plans_ms": statistics.median(plans) * 1e3,
+            "default_fusion_ms": statistics.median(default) * 1e3,
+            "speedup": statistics.median([b / a for a, b in zip(plans, default)]),
+            "segments_measured": int(fv.workload.nunique()) if len(fv) else 0,
+            "plans_measured": len(fv), "chosen": "; ".join(chosen) or "default everywhere"}
+
+
+def write_fusion(fusion_rows: list[dict], env: dict, args) -> None:
+    """results/fusion_cpu.{csv,md}: what measured fusion plans were worth on each layer."""
+    table = [[r["layer"], f"{r['default_fusion_ms']:.2f}", f"{r['plans_ms']:.2f}", f"{r['speedup']:.2f}",
+              f"{r['plans_measured']} / {r['segments_measured']}", r["chosen"]] for r in fusion_rows]
+    md = md_table(["layer", "tuned, default fusion ms", "tuned, measured plans ms",
+                   "speed-up of plans (median of pairs)", "plans / segments measured", "plans chosen (their gain)"],
+                  table)
+    faster = sum(r["speedup"] >= 1.10 for r in fusion_rows)
+    slower = sum(r["speedup"] < 0.97 for r in fusion_rows)
+    notes = (f"{faster} of {len(fusion_rows)} layers >= 10% faster with measured fusion plans than with the "
+             f"default fusion (target: at least half), {slower} more than 3% slower (target: none). Both "
+             f"columns use the same tuning database ({args.trials_per_task} trials per task, a quarter of them "
+             "at most spent on fusion plans, autotune/plans.py) and the same tuned kernels; the second compiles "
+             "every segment with its stored plan, the first with the default fusion. Timed interleaved with "
+             "the other contenders of results/models_cpu.md.")
+    write_results("fusion_cpu", fusion_rows, md, env, notes)
+    print(md)
+    print(notes)
 
 
 if __name__ == "__main__":
