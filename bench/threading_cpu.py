@@ -34,9 +34,10 @@ def _per_stage_regions() -> None:
     """Render every parallel loop as its own ``parallel for`` region (the former codegen)."""
     from hlotune.runtime.codegen import c
     from hlotune.runtime.codegen.cstyle import CStyleRenderer
+    from hlotune.schedules.loops import LoopKind
 
     def loop_pragma(self, f, _orig=c.CRenderer.loop_pragma):
-        if f.kind == "parallel":
+        if f.kind is LoopKind.PARALLEL:
             return [f"#pragma omp parallel for schedule(static) num_threads({self.hardware.threads})"]
         return _orig(self, f)
     c.CRenderer.loop_pragma = loop_pragma

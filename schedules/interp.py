@@ -16,7 +16,7 @@ from ..dsl.errors import LoweringError
 from ..dsl.expr import Expr
 from ..dsl.ops import Op
 from ..dsl.reference import eval_op
-from .loops import Allocate, Assign, Barrier, For, If, Let, LoweredFunc, Seq, Stmt, Store, walk_stmts
+from .loops import Allocate, Assign, Barrier, For, If, Let, LoopKind, LoweredFunc, Seq, Stmt, Store, walk_stmts
 
 
 class Interpreter:
@@ -26,7 +26,7 @@ class Interpreter:
     def __init__(self, fn: LoweredFunc):
         stmts = list(walk_stmts(fn.body))
         if any(isinstance(s, Barrier) for s in stmts) and \
-                any(isinstance(s, For) and s.kind.startswith("bind:") for s in stmts):
+                any(isinstance(s, For) and s.kind is LoopKind.BIND for s in stmts):
             raise LoweringError(f"interpreter: '{fn.name}' synchronizes work-groups (barriers); it runs "
                                 "work-items one after another and cannot")
         self.fn = fn

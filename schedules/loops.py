@@ -1,7 +1,8 @@
 """The loop-nest IR that schedules lower to and renderers print.
 
-Statements: ``For`` (``var`` runs over ``[0, extent)``; ``kind`` serial, parallel, vectorize,
-unroll or ``bind:<thread>``), ``Store`` (``buffer[indices] = value``), ``Allocate`` (a buffer
+Statements: ``For`` (``var`` runs over ``[0, extent)``; ``kind`` a :class:`LoopKind`, with the
+:class:`Thread` of a ``BIND`` loop), ``ThreadIndex`` (``var`` is this work-item's index, written
+by the GPU lowering pass ``gpu_lower.py``), ``Store`` (``buffer[indices] = value``), ``Allocate`` (a buffer
 live in ``body``), ``If``, ``Let`` (a scalar ``var = value`` visible in ``body``), ``Barrier``
 (every work-item of the group waits here; a no-op without work-groups) and ``Seq``.
 Buffer reads inside expressions are ``Expr(Op.LOAD, dtype, indices, buffer)``.
@@ -9,12 +10,53 @@ Buffer reads inside expressions are ``Expr(Op.LOAD, dtype, indices, buffer)``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import Enum
 
 from ..dsl.dtypes import DType
+from ..dsl.errors import ScheduleError
 from ..dsl.expr import Expr, IterVar
 from ..dsl.ops import Op
 from ..dsl.printer import expr_str
+
+
+class LoopKind(Enum):
+    """How a loop runs: one iteration after another, across CPU threads, as SIMD lanes,
+    unrolled, or bound to a GPU thread index (``For.thread``)."""
+    SERIAL = "serial"
+    PARALLEL = "parallel"
+    VECTORIZE = "vectorize"
+    UNROLL = "unroll"
+    BIND = "bind"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+#: the names ``Schedule.bind`` takes (OpenCL's and CUDA's words) -> :attr:`Thread.axis`
+_THREAD_AXES = {"group": "group", "local": "local", "blockIdx": "group", "threadIdx": "local"}
+THREAD_NAMES = tuple(f"{n}.{x}" for n in ("group", "local", "blockIdx", "threadIdx") for x in "xyz")
+
+
+@dataclass(frozen=True)
+class Thread:
+    """A GPU thread index: ``axis`` 'group' (the work-group / CUDA block) or 'local' (the
+    work-item within its group / CUDA thread), in dimension ``dim`` (0, 1, 2 = x, y, z);
+    ``name``: how the schedule spelled it (for messages; not compared)."""
+    axis: str
+    dim: int
+    name: str = field(default="", compare=False)
+
+    @staticmethod
+    def parse(name: str) -> Thread:
+        """``'group.x'``, ``'local.y'``, ``'blockIdx.z'``, ``'threadIdx.x'``, ... as a Thread."""
+        head, _, x = name.partition(".")
+        if x not in ("x", "y", "z") or head not in _THREAD_AXES:
+            raise ScheduleError(f"bind: unknown thread index '{name}'; expected one of {', '.join(THREAD_NAMES)}")
+        return Thread(_THREAD_AXES[head], "xyz".index(x), name)
+
+    def __str__(self) -> str:
+        return self.name or f"{self.axis}.{'xyz'[self.dim]}"
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,12 +89,24 @@ class Stmt:
 
 @dataclass(frozen=True, eq=False)
 class For(Stmt):
-    """``reduction``: ``(acc, reducer)`` pairs a vectorized loop combines into (in any order)."""
+    """``reduction``: ``(acc, reducer)`` pairs a vectorized loop combines into (in any order);
+    ``thread``: the index a ``LoopKind.BIND`` loop is bound to (None for other kinds)."""
     var: IterVar
     extent: Expr
-    kind: str
+    kind: LoopKind
     body: Stmt
     reduction: tuple = ()
+    thread: Thread | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class ThreadIndex(Stmt):
+    """``var`` = this work-item's index along ``axis`` in dimension ``dim``, visible in ``body``:
+    'global' (group * group size + local, OpenCL's get_global_id), 'group' or 'local'."""
+    var: IterVar
+    axis: str
+    dim: int
+    body: Stmt
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,7 +180,7 @@ def stmt_children(s: Stmt) -> list[Stmt]:
     """The statements directly inside ``s``."""
     if isinstance(s, Seq):
         return list(s.stmts)
-    if isinstance(s, (For, Let, Allocate)):
+    if isinstance(s, (For, Let, Allocate, ThreadIndex)):
         return [s.body]
     return [s.then] if isinstance(s, If) else []
 
@@ -155,7 +209,7 @@ def stmt_str(s: Stmt, depth: int = 0) -> str:
     if isinstance(s, Seq):
         return "".join(stmt_str(x, depth) for x in s.stmts)
     if isinstance(s, For):
-        tag = "" if s.kind == "serial" else f"  # {s.kind}"
+        tag = "" if s.kind is LoopKind.SERIAL else f"  # {s.thread or s.kind}"
         if s.reduction:
             tag += f" reduction({', '.join(f'{r.name}:{a.name}' for a, r in s.reduction)})"
         return f"{pad}for {s.var.name} in range({expr_str(s.extent)}):{tag}\n" + stmt_str(s.body, depth + 1)
@@ -170,6 +224,8 @@ def stmt_str(s: Stmt, depth: int = 0) -> str:
         return f"{pad}{s.var.name} = {expr_str(s.value)}\n" + stmt_str(s.body, depth)
     if isinstance(s, Assign):
         return f"{pad}{s.var.name} = {expr_str(s.value)}\n"
+    if isinstance(s, ThreadIndex):
+        return f"{pad}{s.var.name} = {s.axis}_id({s.dim})\n" + stmt_str(s.body, depth)
     if isinstance(s, Barrier):
         return f"{pad}barrier()\n"
     raise TypeError(f"not a statement: {s!r}")

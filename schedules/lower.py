@@ -19,7 +19,7 @@ from ..dsl.expr import Expr, IterVar, as_expr, binary, substitute, walk
 from ..dsl.ops import Op
 from ..dsl.tensor import PlaceholderOp, Tensor, input_tensors
 from .bounds import Interval, const_difference, interval, simplify_index, static_range
-from .loops import Allocate, Assign, Barrier, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store, seq
+from .loops import Allocate, Assign, Barrier, Buffer, For, If, Let, LoopKind, LoweredFunc, Seq, Stmt, Store, Thread, seq
 from .schedule import FuseRel, Schedule, SplitRel, Stage, check
 from .xreduce import bound_reduce_axis, cross_item_reduce
 
@@ -240,12 +240,12 @@ class _Lowerer:
             init_nest = self.wrap(st, [v for v in st.leaf[first_red:] if v.kind == "data"],
                                   guarded(init, False), loop_ext, attach=False)
             kv = st.leaf[-1]
-            if kv.kind == "reduce" and st.annotations.get(kv) == "vectorize":
+            if kv.kind == "reduce" and st.annotations.get(kv) is LoopKind.VECTORIZE:
                 inner = self.vector_reduce(st, kv, bufs, store_idx, vals, spec, loop_ext, guards)
                 inner = self.wrap(st, st.leaf[first_red:-1], guarded(inner, False), loop_ext)
             else:
                 for v in st.leaf:
-                    check(not (v.kind == "reduce" and st.annotations.get(v) == "vectorize"),
+                    check(not (v.kind == "reduce" and st.annotations.get(v) is LoopKind.VECTORIZE),
                           f"vectorize: reduction axis '{v.name}' of '{st.name}' must be the innermost loop")
                 inner = self.wrap(st, st.leaf[first_red:], guarded(update, True), loop_ext)
             return self.wrap(st, st.leaf[:first_red], seq(init_nest, inner), loop_ext)
@@ -296,7 +296,7 @@ class _Lowerer:
             for x in conds[1:]:
                 c = binary(Op.AND, c, x)
             body = If(c, body)
-        loop = For(kv, loop_ext[kv], "vectorize", body, ((acc, red),))
+        loop = For(kv, loop_ext[kv], LoopKind.VECTORIZE, body, ((acc, red),))
         return Let(acc, bufs[0].load(idx), seq(loop, Store(bufs[0], idx, acc.var)))
 
     def wrap(self, st: Stage, loops: list[IterVar], inner: Stmt,
@@ -307,8 +307,9 @@ class _Lowerer:
         for v in reversed(loops):
             if attach:
                 out = self.attach_at(v, out)
-            kind = st.annotations.get(v, "serial")
-            out = For(v, loop_ext[v], kind, out)
+            a = st.annotations.get(v, LoopKind.SERIAL)
+            out = For(v, loop_ext[v], LoopKind.BIND, out, thread=a) if isinstance(a, Thread) else \
+                For(v, loop_ext[v], a, out)
         return out
 
     def attach_at(self, v: IterVar, rest: Stmt) -> Stmt:
@@ -407,7 +408,7 @@ class _Lowerer:
         out = {}
         for st in self.s.stages.values():
             for v, a in st.annotations.items():
-                if a.startswith(("bind:local.", "bind:threadIdx.")):
+                if isinstance(a, Thread) and a.axis == "local":
                     out[v] = Interval(as_expr(0, dt.index), max(v.extent, 1))
         return out
 
@@ -516,11 +517,11 @@ def _validate(stmt: Stmt, parallel: str | None = None) -> None:
         for s in stmt.stmts:
             _validate(s, parallel)
     elif isinstance(stmt, For):
-        if stmt.kind == "parallel":
+        if stmt.kind is LoopKind.PARALLEL:
             check(parallel is None, f"parallel loop '{stmt.var.name}' is nested in parallel loop "
                   f"'{parallel}'; only one level of parallel loops is allowed")
             parallel = stmt.var.name
-        if stmt.kind == "vectorize":
+        if stmt.kind is LoopKind.VECTORIZE:
             check(not _has_loop(stmt.body), f"vectorize: loop '{stmt.var.name}' is not innermost "
                   "(another loop runs inside it); vectorize the innermost loop")
         _validate(stmt.body, parallel)

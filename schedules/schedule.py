@@ -18,6 +18,7 @@ from ..dsl.errors import ScheduleError
 from ..dsl.expr import Expr, IterVar, ReduceSpec, binary, const, select, substitute
 from ..dsl.ops import Op
 from ..dsl.tensor import ComputeOp, Graph, Tensor, input_tensors
+from .loops import LoopKind, Thread
 from .steps import (
     ANNOTATIONS,
     Annotate,
@@ -63,7 +64,7 @@ class Stage:
     op: ComputeOp
     leaf: list[IterVar]
     relations: list = field(default_factory=list)
-    annotations: dict = field(default_factory=dict)     # IterVar -> 'parallel'|'vectorize'|...
+    annotations: dict = field(default_factory=dict)     # IterVar -> LoopKind, or the Thread it is bound to
     attach: tuple = ("root",)                            # ('root',) | ('inline',) | ('at', Stage, IterVar)
     scope: str = "global"
     vars: dict = field(default_factory=dict)             # name -> IterVar (every var ever made)
@@ -367,15 +368,16 @@ def apply_step(s: Schedule, step):
         if step.kind == "parallel":
             check(v.kind == "data", f"parallel: '{v.name}' of '{st.name}' is a reduction axis; "
                   "parallel threads would race on the accumulator")
-        st.annotations[v] = step.kind
+        st.annotations[v] = LoopKind(step.kind)
         return None
     if isinstance(step, Bind):
         v = st.leaf_var(step.axis)
         check(v not in st.annotations, f"axis '{v.name}' of '{st.name}' is already '{st.annotations.get(v)}'")
-        check(v.kind == "data" or step.thread.startswith(("local.", "threadIdx.")),
+        thread = Thread.parse(step.thread)
+        check(v.kind == "data" or thread.axis == "local",
               f"bind: '{v.name}' of '{st.name}' is a reduction axis; only work-item indices (local.*, threadIdx.*) "
               "can share a reduction (a tree across the work-group)")
-        st.annotations[v] = "bind:" + step.thread
+        st.annotations[v] = thread
         return None
     if isinstance(step, ComputeAt):
         tgt = s.stage(step.target)

@@ -24,13 +24,13 @@ from __future__ import annotations
 from ..dsl import dtypes as dt
 from ..dsl.expr import IterVar, as_expr, binary, substitute
 from ..dsl.ops import Op
-from .loops import Allocate, Assign, Barrier, Buffer, For, If, Let, Stmt, Store, seq
+from .loops import Allocate, Assign, Barrier, Buffer, For, If, Let, LoopKind, Stmt, Store, Thread, seq
 from .schedule import Stage, check
 
 
 def bound_reduce_axis(st: Stage) -> IterVar | None:
     """The reduction leaf bound to a work-item index, if any."""
-    vs = [v for v in st.leaf if v.kind == "reduce" and str(st.annotations.get(v, "")).startswith("bind:")]
+    vs = [v for v in st.leaf if v.kind == "reduce" and isinstance(st.annotations.get(v), Thread)]
     check(len(vs) <= 1, f"bind: stage '{st.name}' binds {len(vs)} reduction loops; bind at most one")
     return vs[0] if vs else None
 
@@ -44,9 +44,9 @@ def cross_item_reduce(lw, st: Stage, kl: IterVar, bufs, store_idx, vals, spec, l
     rest = st.leaf[first + 1:]
     thread = st.annotations[kl]
     check(st.leaf[first] is kl and all(v.kind == "reduce" for v in rest),
-          f"bind: reduction loop '{kl.name}' of '{st.name}' bound to {thread[5:]} must be the outermost "
+          f"bind: reduction loop '{kl.name}' of '{st.name}' bound to {thread} must be the outermost "
           "reduction loop with only reduction loops inside it")
-    check(not any(st.annotations.get(v) == "vectorize" for v in rest),
+    check(not any(st.annotations.get(v) is LoopKind.VECTORIZE for v in rest),
           f"vectorize: a reduction loop inside '{kl.name}' of '{st.name}', which is bound to work-items; "
           "unroll it instead")
     check(len(bufs) == 1, f"bind: '{st.name}' has a {len(bufs)}-value reducer; a reduction across "
@@ -70,16 +70,16 @@ def cross_item_reduce(lw, st: Stage, kl: IterVar, bufs, store_idx, vals, spec, l
         update = If(lw.to_buffers(spec.where), update)
     ident = lw.to_buffers(red.identity[0])
     fold = Let(acc, ident, seq(lw.wrap(st, rest, guarded(update, True), loop_ext), Store(buf, (kl.var,), acc.var)))
-    out = [For(kl, n, thread, fold), Barrier()]
+    out = [For(kl, n, LoopKind.BIND, fold, thread=thread), Barrier()]
     half = L // 2
     while half >= 1:
         v = lane(f"h{half}")
         step = Store(buf, (v.var,), combine(buf.load((v.var,)), buf.load((binary(Op.ADD, v.var, half),))))
-        out += [For(v, as_expr(L, dt.index), thread, If(binary(Op.LT, v.var, half), step)), Barrier()]
+        out += [For(v, as_expr(L, dt.index), LoopKind.BIND, If(binary(Op.LT, v.var, half), step), thread=thread), Barrier()]
         half //= 2
     v = lane("out")
     final = If(binary(Op.EQ, v.var, 0), guarded(Store(bufs[0], store_idx, buf.load((as_expr(0, dt.index),))), False))
-    out += [For(v, as_expr(L, dt.index), thread, final), Barrier()]
+    out += [For(v, as_expr(L, dt.index), LoopKind.BIND, final, thread=thread), Barrier()]
     return Allocate(buf, seq(*out))
 
 

@@ -73,10 +73,10 @@ def test_the_interpreter_agrees_with_compiled_kernels(threads):
 def test_the_interpreter_places_an_out_of_bounds_index_in_lowering():
     from hlotune.dsl import dtypes as dt
     from hlotune.dsl.expr import IterVar, as_expr
-    from hlotune.schedules.loops import Buffer, For, LoweredFunc, Store
+    from hlotune.schedules.loops import Buffer, For, LoopKind, LoweredFunc, Store
     a = Buffer("a", dt.float32, (4,), "arg")
     i = IterVar("i", 5)
-    fn = LoweredFunc("bad", (a,), 0, For(i, as_expr(5, dt.index), "serial", Store(a, (i.var,), as_expr(1.0, dt.float32))))
+    fn = LoweredFunc("bad", (a,), 0, For(i, as_expr(5, dt.index), LoopKind.SERIAL, Store(a, (i.var,), as_expr(1.0, dt.float32))))
     with pytest.raises(LoweringError, match="index 0 of 'a' is 4"):
         interpret(fn, np.zeros(4, np.float32))
 

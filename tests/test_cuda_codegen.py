@@ -72,7 +72,7 @@ def test_primitives_map_to_blocks_threads_shared_memory_and_barriers():
     assert "__shared__ float v_A_local[64];" in lm and lm.count("__syncthreads();") == 2
     assert "(long long)threadIdx.x" in lm and "(long long)blockIdx.y" in lm and "__launch_bounds__(32)" in lm
     assert "__shared__ float v_R_red[64];" in srcs["tree reduction"]
-    assert "if (hl_gid >= 1920LL) return;" in srcs["plain matmul"]       # whole blocks past the end
+    assert "if ((v_hl_gid < 1920)) {" in srcs["plain matmul"]       # whole blocks past the end
     assert "const __half* __restrict__ v_H" in srcs["f16 x bf16"]
     compile_cuda("\n".join([cuda_helpers(), *srcs.values()]))
 

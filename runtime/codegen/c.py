@@ -10,7 +10,7 @@ from ...dsl import dtypes as dt
 from ...dsl.errors import ScheduleError
 from ...dsl.ops import Op
 from ...schedules.hardware import GENERIC, Hardware
-from ...schedules.loops import Allocate, Buffer, For, If, Let, LoweredFunc, Seq, walk_stmts
+from ...schedules.loops import Allocate, Buffer, For, If, Let, LoopKind, LoweredFunc, Seq, walk_stmts
 from .cstyle import CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, multiplies_16bit, rounding_helpers
 from .microkernel import MicroKernelPrinter, match, vector_helpers
@@ -94,7 +94,7 @@ class CRenderer(CStyleRenderer):
         self.vector_types: dict[str, str] = {}
 
     def stmt(self, s, depth: int) -> list[str]:
-        if isinstance(s, For) and s.kind in ("serial", "unroll"):
+        if isinstance(s, For) and s.kind in (LoopKind.SERIAL, LoopKind.UNROLL):
             hw = self.hardware
             mk = match(s, self.flat_index, hw.vector_bytes, hw.vector_regs)
             if mk is not None:
@@ -109,7 +109,7 @@ class CRenderer(CStyleRenderer):
         ``hardware.threads`` threads in which one thread runs the stages and every parallel loop
         is a taskloop (idle threads take its tasks)."""
         t = self.hardware.threads
-        if t <= 1 or not any(isinstance(x, For) and x.kind == "parallel" for x in walk_stmts(fn.body)):
+        if t <= 1 or not any(isinstance(x, For) and x.kind is LoopKind.PARALLEL for x in walk_stmts(fn.body)):
             return super().function(fn)
         for b in fn.args:
             self.name(b, b.name)
@@ -133,12 +133,12 @@ class CRenderer(CStyleRenderer):
 
     def loop_pragma(self, f: For) -> list[str]:
         ext = f.extent.arg if f.extent.op is Op.CONST else None
-        if f.kind == "parallel":
+        if f.kind is LoopKind.PARALLEL:
             t = self.hardware.threads
             # tasks of the function's one parallel region (see ``function``): a thread that is
             # descheduled while others work delays no stage, only the region's end
             return [f"#pragma omp taskloop default(shared) num_tasks({4 * t})"] if t > 1 else []
-        if f.kind == "vectorize":
+        if f.kind is LoopKind.VECTORIZE:
             clauses = []
             for acc, red in f.reduction:
                 d = acc.dtype
@@ -147,10 +147,10 @@ class CRenderer(CStyleRenderer):
                     op = f"hl_{red.ufunc[:3]}_{self.suffix(d)}" if d.is_float else red.ufunc[:3]
                 clauses.append(f" reduction({op}:{self.name(acc, acc.name)})")
             return ["#pragma omp simd" + "".join(clauses)]
-        if f.kind == "unroll":
+        if f.kind is LoopKind.UNROLL:
             return [f"#pragma GCC unroll {min(ext, 16) if ext else 8}"]
-        if f.kind.startswith("bind:"):
-            raise ScheduleError(f"loop '{f.var.name}' is bound to '{f.kind[5:]}', but the cpu target has "
+        if f.kind is LoopKind.BIND:
+            raise ScheduleError(f"loop '{f.var.name}' is bound to '{f.thread}', but the cpu target has "
                                 "no GPU thread indices; use parallel/vectorize instead")
         return []
 

@@ -1,8 +1,9 @@
-"""The CUDA C++ renderer: the OpenCL renderer's NDRange mapping in CUDA's words.
+"""The CUDA C++ dialect: the GPU kernels of ``schedules/gpu_lower.py`` in CUDA's words.
 
-Kernels, launches, bound loops, shared buffers, barriers and per-thread scratch follow
-runtime/codegen/opencl.py exactly (``group.*`` is ``blockIdx.*``, ``local.*`` is
-``threadIdx.*``, a work-group is a block); only the strings differ: ``extern "C" __global__``
+Kernels, launches, bound loops, shared buffers, barriers and per-thread scratch are the lowering
+pass's (a ``group`` index is ``blockIdx``, ``local`` is ``threadIdx``, ``global`` is
+``blockIdx * blockDim + threadIdx``, a work-group is a block); only the strings differ from
+opencl.py: ``extern "C" __global__``
 kernels with ``__launch_bounds__`` when the block shape is known, ``__restrict__`` pointers,
 ``__shared__`` arrays, ``__syncthreads()``, libm-style float functions (``expf``), ``__half``
 storage for float16 (``cuda_fp16.h``) and bf16 stored as ``unsigned short``. Vector loops stay
@@ -24,10 +25,10 @@ from pathlib import Path
 from ...dsl import dtypes as dt
 from ...dsl.errors import CompileError, MissingDependencyError
 from ...dsl.ops import Op
+from ...schedules.gpu_lower import GpuLimits
 from ...schedules.loops import LoweredFunc
-from .cstyle import CStyleRenderer
+from .gpu import GPURenderer, Program
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, rounding_helpers
-from .opencl import OpenCLRenderer, Program
 
 _TYPES = {"float32": "float", "float64": "double", "bool": "bool", "int8": "signed char", "int16": "short",
           "int32": "int", "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
@@ -62,8 +63,8 @@ HL_INLINE double hl_bitcast_u64_f64(unsigned long long x) { return __longlong_as
     return "".join(out + float_helpers(ty) + int_helpers(ty) + int_bitcasts(ty))
 
 
-class CUDARenderer(OpenCLRenderer):
-    """CUDA C++ kernels (see the module docstring); limits as for OpenCLRenderer."""
+class CUDARenderer(GPURenderer):
+    """CUDA C++ kernels (see the module docstring); the limits default to a current NVIDIA GPU's."""
 
     kernel_prefix = 'extern "C" __global__ '
     arg_qualifier = ""
@@ -74,14 +75,12 @@ class CUDARenderer(OpenCLRenderer):
     barrier = "__syncthreads();"
     index_type = "long long"
     shared_qualifier = "__shared__ "
-    vector_types = False
     no_contract = ""                 # 16-bit products use __fmul_rn, which nvcc never contracts
     type_families = frozenset()      # complex, sub-byte and sub-16-bit float types: refused (TargetError)
 
     def __init__(self, max_work_group_size: int | None = 1024, max_work_item_sizes: tuple | None = (1024, 1024, 64),
                  local_mem_size: int | None = 48 * 1024, device: str = "the CUDA device"):
-        super().__init__(fp16=True, fp64=True, max_work_group_size=max_work_group_size,
-                         max_work_item_sizes=max_work_item_sizes, local_mem_size=local_mem_size, device=device)
+        super().__init__(GpuLimits(device, max_work_group_size, max_work_item_sizes, local_mem_size))
 
     def ctype(self, d, storage: bool = False) -> str:
         if d is dt.bfloat16:
@@ -93,23 +92,19 @@ class CUDARenderer(OpenCLRenderer):
     def float_op(self, op, a, d):
         if op is Op.MUL and d in (dt.float16, dt.bfloat16):   # rounded before use: never fused into an FMA
             return f"__fmul_rn({a[0]}, {a[1]})"
-        return CStyleRenderer.float_op(self, op, a, d)    # expf/logf/...: CUDA's libm names
+        return super().float_op(op, a, d)    # expf/logf/...: CUDA's libm names
 
     def preamble(self, fn: LoweredFunc) -> str:
         return cuda_helpers()
 
-    def thread_id(self, kind: str, d: int) -> str:
-        return f"(long long){'blockIdx' if kind == 'group' else 'threadIdx'}.{'xyz'[d]}"
-
-    def global_id(self, d: int) -> str:
+    def thread_index(self, axis: str, d: int) -> str:
         x = "xyz"[d]
-        return f"((long long)blockIdx.{x} * blockDim.{x} + threadIdx.{x})"
+        if axis == "global":
+            return f"((long long)blockIdx.{x} * blockDim.{x} + threadIdx.{x})"
+        return f"(long long){'blockIdx' if axis == 'group' else 'threadIdx'}.{x}"
 
     def global_ptr(self, t: str, name: str) -> str:
         return f"{t}* __restrict__ {name}"
-
-    def gid_guard(self, total: int) -> list[str]:
-        return [f"  if (hl_gid >= {total}LL) return;"]    # the grid is rounded up to whole blocks
 
     def kernel_head(self, name: str, params: list[str], lsize) -> str:
         bounds = f"__launch_bounds__({math.prod(lsize)}) " if lsize is not None else ""

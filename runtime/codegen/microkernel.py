@@ -25,9 +25,10 @@ from ...dsl import dtypes as dt
 from ...dsl.expr import Expr, IterVar, substitute, walk
 from ...dsl.ops import Op
 from ...schedules.bounds import ident_key, linear
-from ...schedules.loops import For, Store
+from ...schedules.loops import For, LoopKind, Store
 
 _ARITH = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.DIV: "/"}
+_SCALAR = (LoopKind.SERIAL, LoopKind.UNROLL)    # loops a micro-kernel runs one iteration at a time
 
 
 @dataclass(frozen=True)
@@ -112,9 +113,9 @@ def match(loop: For, flat_index, vector_bytes: int, vector_regs: int) -> MicroKe
     while nred < len(chain) and chain[nred].var not in idx_vars:
         nred += 1
     red, tile, vec = chain[:nred], chain[nred:-1], chain[-1]
-    if not red or vec.kind != "vectorize" or any(r.kind not in ("serial", "unroll") for r in red):
+    if not red or vec.kind is not LoopKind.VECTORIZE or any(r.kind not in _SCALAR for r in red):
         return None
-    if any(t.var not in idx_vars or t.kind not in ("serial", "unroll") or t.extent.op is not Op.CONST
+    if any(t.var not in idx_vars or t.kind not in _SCALAR or t.extent.op is not Op.CONST
            for t in tile) or vec.extent.op is not Op.CONST or vec.var not in idx_vars:
         return None
     if lane_stride(flat_index(buf, s.indices), vec.var) != 1 or not _vector_term(term, vec.var, d, buf, flat_index):
