@@ -68,6 +68,10 @@ class GpuLimits:
     max_private_bytes: int = 16384
 
 
+#: no limits checked (the interpreter, tests)
+UNLIMITED = GpuLimits()
+
+
 @dataclass(frozen=True, eq=False)
 class Scratch:
     """A buffer the host allocates: a root intermediate shared by kernels (``count`` 1) or
@@ -298,7 +302,7 @@ def _lower_kernel(fn: LoweredFunc, name: str, kind: str, stmts: list[Stmt], root
     return Kernel(launch, body, tuple(kl.shared), tuple(kl.item_scratch), wid)
 
 
-def lower_gpu(fn: LoweredFunc, limits: GpuLimits = GpuLimits()) -> GpuProgram:
+def lower_gpu(fn: LoweredFunc, limits: GpuLimits = UNLIMITED) -> GpuProgram:
     """The kernels that run ``fn`` on a GPU (see the module docstring); raises ScheduleError
     naming the limit a binding breaks."""
     body, roots = fn.body, {}
@@ -318,5 +322,5 @@ def lower_gpu(fn: LoweredFunc, limits: GpuLimits = GpuLimits()) -> GpuProgram:
     return GpuProgram(kernels, tuple(roots.values()) + tuple(sc for k in kernels for sc in k.item_scratch))
 
 
-__all__ = ["GpuLimits", "GpuProgram", "Kernel", "Launch", "Scratch", "bound_loops", "gid_chain", "lower_gpu",
+__all__ = ["UNLIMITED", "GpuLimits", "GpuProgram", "Kernel", "Launch", "Scratch", "bound_loops", "gid_chain", "lower_gpu",
            "static_extent"]
