@@ -21,7 +21,7 @@ from hlotune.dsl.hlo.frontend import is_stablehlo, load_module_file, parse_modul
 from hlotune.dsl.hlo.lower import HANDLERS, lower_module
 from hlotune.dsl.hlo.parser import load_hlo_file, parse_hlo
 from hlotune.dsl.hlo.stablehlo import parse_stablehlo
-from hlotune.dsl.hlo.stablehlo_ops import hlo_opcode_table
+from hlotune.dsl.hlo.stablehlo_convert import hlo_opcode_table
 from hlotune.dsl.reference import evaluate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

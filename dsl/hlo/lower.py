@@ -220,8 +220,8 @@ def supported_ops_markdown() -> str:
 
 
 def _stablehlo_section() -> list[str]:
-    """The StableHLO ops the front-end maps to the opcodes above (``dsl/hlo/stablehlo_ops.py``)."""
-    from .stablehlo_ops import hlo_opcode_table
+    """The StableHLO ops the front-end maps to the opcodes above (``dsl/hlo/stablehlo_convert.py``)."""
+    from .stablehlo_convert import hlo_opcode_table
     lines = ["", "## StableHLO", "",
              "`hlotune.load_hlo` (and `hlotune run/tune`) also read StableHLO text, as",
              "`jax.jit(f).lower(x).as_text()` prints it (`dsl/hlo/stablehlo.py`). Each op becomes the",

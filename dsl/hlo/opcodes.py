@@ -77,7 +77,7 @@ def hlo_status(op: str) -> str:
 
 
 def chlo_status(op: str) -> str:
-    from .stablehlo_ops import SUPPORTED
+    from .stablehlo_convert import SUPPORTED
     if f"chlo.{op}" in SUPPORTED:
         return "lowered"
     return f"not lowered: {CHLO_NOT_LOWERED.get(op, 'no decomposition yet')}"

@@ -10,7 +10,7 @@ f16, bf16, f32, f64, f8*/f4* and complex; ``dense<...>`` literals (scalars, spla
 lists, hex bit patterns such as ``0xFF800000``, hex blobs ``"0x..."``, true/false); attribute
 dicts, ``loc(...)`` locations, ``#alias = ...`` definitions and ``//`` comments.
 
-The result is the HLO AST of :mod:`.ast` (see :mod:`.stablehlo_ops` for the op mapping), so
+The result is the HLO AST of :mod:`.ast` (see :mod:`.stablehlo_convert` for the op mapping), so
 ``lower_module`` runs it unchanged. Syntax errors raise :class:`HloParseError` with a 1-based
 line/column and a caret context; an op hlotune cannot lower raises :class:`UnsupportedOpError`
 naming it. Nothing else escapes :func:`parse_stablehlo`. Quantized types (``!quant.uniform``)
@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import HloParseError, UnsupportedOpError
 from .ast import ELEMENT_TYPES, TOKEN, ArrayShape, HloModule, Shape, TupleShape
-from .stablehlo_ops import SUPPORTED, DenseAttr, Func, MlirModule, MlirOp, Region, to_hlo_module
+from .stablehlo_convert import SUPPORTED, DenseAttr, Func, MlirModule, MlirOp, Region, to_hlo_module
 from .stablehlo_types import QuantShape, parse_quant
 from .textparse import TextParser, Tok, run_parser
 from .textparse import unescape as _unescape

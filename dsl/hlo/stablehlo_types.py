@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .ast import ArrayShape
-from .stablehlo_ops import _HANDLERS, MlirOp, _op
+from .stablehlo_convert import _HANDLERS, MlirOp, _op
 
 __all__ = ["QuantShape", "QuantType", "convert_quantized", "involves_quantized", "parse_quant"]
 

@@ -3,7 +3,7 @@ decomposes them (see :mod:`.chlo_math`): elementwise math (erfc, erf_inv, lgamma
 sinh, cosh, asin, acos, atan, asinh, acosh, atanh, bessel_i1e, next_after, polygamma, zeta,
 is_inf, ...), ``mulhi``, ``ragged_dot`` and ``scan``.
 
-The StableHLO front-end (:mod:`..stablehlo_ops`) turns ``chlo.X`` into an instruction with the
+The StableHLO front-end (:mod:`..stablehlo_convert`) turns ``chlo.X`` into an instruction with the
 internal opcode ``chlo.X``; XLA's HLO text never holds one (XLA decomposes CHLO before it
 prints HLO), except the functions that newer XLA has opcodes for (``acos``, ..., ``mulhi``),
 which lower the same way. https://openxla.org/stablehlo/generated/chlo
