@@ -191,15 +191,17 @@ def _db(db, create: bool = True):
     return Database(db, create=create)
 
 
-def compile(module, target="cpu", db=None) -> CompiledModule:
+def compile(module, target="cpu", db=None, threads: int | None = None) -> CompiledModule:
     """Compile ``module`` (a Module, path, HLO text or ``jax.stages.Lowered``) for ``target``
     (for a JAX function, ``hlotune.jit``). With ``db`` (a path or
     Database), each kernel uses the best configuration tuned for it on this target; kernels
-    the database does not know get the default schedule; ``db`` must exist."""
+    the database does not know get the default schedule; ``db`` must exist. ``threads``: CPU
+    threads (default ``$HLOTUNE_THREADS``, else every core); part of the target's key, so
+    configs tuned with another thread count do not apply."""
     from .runtime.targets import get_target
     if not isinstance(module, Module):
         module = load_hlo(module)
-    t = get_target(target)
+    t = get_target(target, threads)
     fn = None
     if db is not None:
         from .autotune.task import tuned_schedule_fn
@@ -209,7 +211,7 @@ def compile(module, target="cpu", db=None) -> CompiledModule:
 
 def tune(module, *example_args, target="cpu", trials: int = 64, db="tuning.db", tuner: str = "bayes",
          seed: int = 0, progress: bool = True, example_kwargs: dict | None = None, remeasure: bool = False,
-         **options):
+         threads: int | None = None, **options):
     """Tune every kernel of ``module`` on ``target`` with ``trials`` measurements in all; every
     trial goes into ``db`` (SQLite path or Database) as it finishes. Re-running the same call
     resumes. ``module``: a Module, path or text, a ``jax.stages.Lowered``, or a JAX function
@@ -220,10 +222,11 @@ def tune(module, *example_args, target="cpu", trials: int = 64, db="tuning.db", 
     ``security=`` (a ``distributed.security.Security`` or a spec, see
     ``autotune.cluster.security``) secures it with TLS. ``remeasure=True`` measures no new config:
     it re-times each task's finalists already in ``db`` on this machine and stores the winners
-    again (autotune/winners.py)."""
+    again (autotune/winners.py). ``threads``: as in ``compile``."""
     from .autotune.tune import tune_graph
     from .runtime.targets import get_target
     check_tune_args(1 if remeasure else trials, tuner, seed, **options)
+    target = get_target(target, threads)
     if remeasure:
         trials = 0
         options.setdefault("plan_share", 0.0)

@@ -130,7 +130,7 @@ def cmd_run(args) -> int:
     from .api import compile, load_hlo
     m = load_hlo(args.module)
     t0 = time.perf_counter()
-    cm = compile(m, target=args.target, db=args.db)
+    cm = compile(m, target=args.target, db=args.db, threads=args.threads)
     t1 = time.perf_counter()
     ins = _load_inputs(m, args.inputs)
     outs = cm(*ins)
@@ -196,7 +196,7 @@ def cmd_tune(args) -> int:
         opts = {"base_estimator": args.estimator, "acq_func": args.acq}
     res = tune(m, target=args.target, trials=args.trials, db=args.db, tuner=args.tuner, seed=args.seed,
                progress=not args.quiet, batch=args.batch, timeout=args.timeout, tuner_options=opts,
-               dask=args.dask, security=args.dask_security, remeasure=args.remeasure)
+               dask=args.dask, security=args.dask_security, remeasure=args.remeasure, threads=args.threads)
     wall = time.perf_counter() - t0
     plans = [r for r in res if r.task.family == "fusion"]
     kernels = len(res) - len(plans)
@@ -373,6 +373,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--out", metavar="NPZ", help="write the outputs to this npz as out0, out1, ...")
     r.add_argument("--rtol", type=_number(False), help="relative tolerance for --check (default per dtype)")
     r.add_argument("--atol", type=_number(False), help="absolute tolerance for --check (default per dtype)")
+    r.add_argument("--threads", type=_positive_int, help="CPU threads (default $HLOTUNE_THREADS, else every core; "
+                   "recorded in the target's key: configs tuned with another count do not apply)")
     r.add_argument("--db", help="use the best tuned configs from this (existing) tuning database")
     r.add_argument("--repeat", type=_positive_int, metavar="N", help="time N more calls and print the median")
     r.set_defaults(fn=cmd_run)
@@ -382,6 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "Running the same command again resumes it. " + _trials_help())
     t.add_argument("module", help="HLO text file (.hlo) or StableHLO text file (.mlir)")
     t.add_argument("--target", default="cpu", help="cpu (default) or opencl[:P:D|:NAME] (see 'hlotune devices')")
+    t.add_argument("--threads", type=_positive_int, help="CPU threads (default $HLOTUNE_THREADS, else every core; "
+                   "recorded in the target's key: configs tuned with another count do not apply)")
     t.add_argument("--trials", type=_positive_int, default=64, help="measured candidates in all, shared among the "
                    "tasks (default 64; invalid configs are free)")
     t.add_argument("--db", default="tuning.db", help="SQLite tuning database, made in an existing folder "
