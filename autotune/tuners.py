@@ -1,7 +1,7 @@
 """Search strategies behind one ask/tell interface, and a registry by name.
 
 ``ask(n)`` proposes up to ``n`` configs not yet tried; ``tell(configs, costs)`` reports their
-costs (the log of the median time; failures get a penalty above the worst seen). The same seed
+costs (the log of the median time; None for a failed config). The same seed
 and the same measurements give the same sequence.
 """
 
@@ -12,6 +12,9 @@ import math
 import random
 import warnings
 from collections.abc import Callable
+
+import numpy as np
+from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 
 from ..dsl.errors import ConfigError, MissingDependencyError
 from ..schedules.templates.base import Space
@@ -136,72 +139,192 @@ class GridTuner(Tuner):
 
 @register("bayes")
 class BayesTuner(Tuner):
-    """Bayesian optimization with scikit-optimize's ``Optimizer``.
+    """Bayesian optimization over the space's points themselves.
 
-    Numeric knobs become ordinal integer dimensions (index into their values), others
-    categorical. ``base_estimator``: GP (default), RF, ET or GBRT; ``acq_func``: gp_hedge
-    (default), EI, PI or LCB; batches use the constant-liar strategy (``cl_min``).
+    Each config is a feature vector: a numeric knob is ``log2(value + 1)`` (tile sizes and
+    counts matter by ratio, flags stay 0/1), a categorical knob one column per value, each
+    scaled to [0, 1]; knobs with one value are left out. The candidates are every untried
+    point (of the ``allowed`` catalog, or of the space when it has at most ``MAX_ENUMERATE``
+    points; else a random sample plus the one-knob neighbours of the best configs), so a
+    proposal is always a real, untried point. The first ``n_initial_points`` are a
+    space-filling design (greedy max-min distance from a random start); then a surrogate
+    (``base_estimator``: GP, a Matern-5/2 kernel with one length scale per feature, or RF,
+    ET, GBRT) picks the candidate that maximizes ``acq_func`` (EI, PI, LCB, or gp_hedge, which
+    chooses among the three by their past gains as scikit-optimize does). A batch is chosen one
+    point at a time, each earlier pick told to the model at the best cost so far (constant
+    liar). Failed configs (cost None) are not fitted: they are only never proposed again.
     """
 
-    def __init__(self, space, seed=0, base_estimator: str = "GP", acq_func: str = "gp_hedge",
-                 n_initial_points: int = 8):
+    #: spaces up to this many points are searched exhaustively by the acquisition function
+    MAX_ENUMERATE = 20000
+    #: random candidates per proposal in larger spaces
+    N_SAMPLE = 2048
+
+    def __init__(self, space, seed=0, base_estimator: str = "GP", acq_func: str = "EI",
+                 n_initial_points: int = 6, xi: float = 0.01, kappa: float = 1.96):
         super().__init__(space, seed)
         try:
-            from skopt import Optimizer
-            from skopt.space import Categorical, Integer
-            from skopt.space import Space as SkSpace
-            from skopt.utils import cook_estimator
+            import sklearn  # noqa: F401  (a dependency of scikit-optimize)
+            import skopt  # noqa: F401
         except ImportError as e:
             raise MissingDependencyError("scikit-optimize") from e
-        dims = []
-        for k in space.knobs:
-            if len(k.values) == 1:
-                dims.append(Categorical([0], name=k.name))
-            elif k.numeric:
-                dims.append(Integer(0, len(k.values) - 1, name=k.name))
-            else:
-                dims.append(Categorical(list(range(len(k.values))), name=k.name))
-        est = base_estimator
-        if str(base_estimator).upper() == "GP":
-            # one GP fit per tell and per constant lie: no optimizer restarts keeps a round cheap
-            est = cook_estimator("GP", space=SkSpace(dims), random_state=seed, noise="gaussian",
-                                 n_restarts_optimizer=0)
-        self.opt = Optimizer(dims, base_estimator=est, acq_func=acq_func,
-                             n_initial_points=min(n_initial_points, max(space.size, 1)), random_state=seed,
-                             acq_optimizer="sampling", acq_optimizer_kwargs={"n_points": min(1000, 4 * space.size)})
+        if acq_func not in ("EI", "PI", "LCB", "gp_hedge"):
+            raise ConfigError(f"unknown acq_func '{acq_func}'; expected EI, PI, LCB or gp_hedge", "acq_func")
+        if str(base_estimator).upper() not in ("GP", "RF", "ET", "GBRT"):
+            raise ConfigError(f"unknown base_estimator '{base_estimator}'; expected GP, RF, ET or GBRT",
+                              "base_estimator")
+        self.estimator, self.acq_func = str(base_estimator).upper(), acq_func
+        self.n_initial, self.xi, self.kappa = n_initial_points, xi, kappa
         self.rng = random.Random(seed)
+        self.nprng = np.random.default_rng(seed)
+        self.knobs = [k for k in space.knobs if len(k.values) > 1]
+        self.X: list[np.ndarray] = []
+        self.y: list[float] = []
+        self.gains = np.zeros(3)        # gp_hedge: EI, PI, LCB
+        self._hedge_picks: list[np.ndarray] | None = None
+        self._all: list[dict] | None = None
 
-    def _encode(self, c: dict) -> list[int]:
-        return [k.values.index(c[k.name]) for k in self.space.knobs]
+    # ------------------------------------------------------------------ features
+    def _columns(self, k) -> np.ndarray:
+        """The feature columns of every value of knob ``k``, shape (values, columns)."""
+        if k.numeric:
+            v = np.log2(np.asarray(k.values, dtype=float) - min(min(k.values), 0) + 1.0)
+            lo, hi = v.min(), v.max()
+            return ((v - lo) / (hi - lo if hi > lo else 1.0))[:, None]
+        return np.eye(len(k.values))
 
-    def _decode(self, x) -> dict:
-        return {k.name: k.values[int(i)] for k, i in zip(self.space.knobs, x)}
+    def features(self, configs: list[dict]) -> np.ndarray:
+        if not hasattr(self, "_cols"):
+            self._cols = [(k.name, {v: i for i, v in enumerate(k.values)}, self._columns(k)) for k in self.knobs]
+        if not self._cols:
+            return np.zeros((len(configs), 1))
+        return np.hstack([cols[[pos[c[name]] for c in configs]] for name, pos, cols in self._cols])
+
+    def _candidates(self, taken: list[dict]) -> list[dict]:
+        skip = {_ck(c) for c in taken}
+        if self.allowed is not None:
+            return [c for key, c in self.allowed.items() if key not in self.tried and key not in skip]
+        if self.space.size <= self.MAX_ENUMERATE:
+            if self._all is None:
+                self._all = list(self.space.all_configs())
+            return [c for c in self._all if _ck(c) not in self.tried and _ck(c) not in skip]
+        out = {}
+        for _ in range(self.N_SAMPLE):
+            c = {k.name: self.rng.choice(k.values) for k in self.space.knobs}
+            out[_ck(c)] = c
+        best = sorted((y, key) for key, y in self.tried.items() if not math.isnan(y))[:4]
+        for _, key in best:
+            base = json.loads(key)
+            for k in self.knobs:
+                for v in k.values:
+                    c = {**base, k.name: v}
+                    out[_ck(c)] = c
+        return [c for key, c in out.items() if key not in self.tried and key not in skip]
+
+    # ------------------------------------------------------------------ model
+    def _model(self):
+        if self.estimator == "GP":
+            from sklearn.gaussian_process import GaussianProcessRegressor
+            from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+            d = self.features([self.space.default()]).shape[1]
+            kern = ConstantKernel(1.0, (1e-2, 1e2)) * Matern(np.ones(d), (5e-2, 2e1), nu=2.5) + \
+                WhiteKernel(1e-2, (1e-6, 1e-1))
+            return GaussianProcessRegressor(kern, normalize_y=True, n_restarts_optimizer=0,
+                                            random_state=self.seed)
+        from skopt.learning import (
+            ExtraTreesRegressor,
+            GradientBoostingQuantileRegressor,
+            RandomForestRegressor,
+        )
+        return {"RF": lambda: RandomForestRegressor(n_estimators=100, min_samples_leaf=2, random_state=self.seed),
+                "ET": lambda: ExtraTreesRegressor(n_estimators=100, min_samples_leaf=2, random_state=self.seed),
+                "GBRT": lambda: GradientBoostingQuantileRegressor(random_state=self.seed)}[self.estimator]()
+
+    def _fit(self, X, y, like=None):
+        """A model fitted on (X, y); ``like``: a fitted GP whose kernel is kept (no re-optimizing)."""
+        if like is not None and self.estimator == "GP":
+            from sklearn.gaussian_process import GaussianProcessRegressor
+            m = GaussianProcessRegressor(like.kernel_, normalize_y=True, optimizer=None)
+        else:
+            m = self._model()
+        # matrices of a few dozen rows: BLAS threads only contend (with the measurements, too)
+        with warnings.catch_warnings(), threadpool_limits(1):
+            warnings.simplefilter("ignore")     # length scales at their bounds
+            m.fit(np.asarray(X), np.asarray(y))
+        return m
+
+    def _acquisition(self, name: str, mu, sd, best: float) -> np.ndarray:
+        """Higher is better, for costs to minimize."""
+        from scipy.stats import norm
+        sd = np.maximum(sd, 1e-9)
+        if name == "LCB":
+            return -(mu - self.kappa * sd)
+        z = (best - self.xi - mu) / sd
+        if name == "PI":
+            return norm.cdf(z)
+        return (best - self.xi - mu) * norm.cdf(z) + sd * norm.pdf(z)
+
+    def _initial(self, cands: list[dict], n: int, taken: list[dict]) -> list[dict]:
+        """Greedy max-min design: each pick is the candidate farthest from every point so far."""
+        F = self.features(cands)
+        seen = self.X + list(self.features(taken)) if taken else list(self.X)
+        out, used = [], np.zeros(len(cands), dtype=bool)
+        if not seen:
+            i = int(self.nprng.integers(len(cands)))
+            out.append(cands[i])
+            used[i] = True
+            seen = [F[i]]
+        dist = np.min(np.linalg.norm(F[:, None, :] - np.asarray(seen)[None, :, :], axis=2), axis=1)
+        while len(out) < n and not used.all():
+            d = np.where(used, -1.0, dist)
+            top = np.flatnonzero(d >= d.max() - 1e-12)
+            i = int(top[self.nprng.integers(len(top))])
+            out.append(cands[i])
+            used[i] = True
+            dist = np.minimum(dist, np.linalg.norm(F - F[i], axis=1))
+        return out
 
     def ask(self, n):
         if self.exhausted:
             return []
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # skopt warns when it re-proposes a known point
-            xs = self.opt.ask(n_points=n, strategy="cl_min") if n > 1 else [self.opt.ask()]
-        out = []
-        for x in xs:
-            c = self._project(self._decode(x), out)
-            if c is None:
-                continue
-            guard = 0
-            while (_ck(c) in self.tried or c in out) and guard < 200:
-                # the model proposed a known point: explore a random untried one instead
-                c = {k.name: self.rng.choice(k.values) for k in self.space.knobs}
-                guard += 1
-            if _ck(c) not in self.tried and c not in out:
-                out.append(c)
+        out: list[dict] = []
+        cands = self._candidates(out)
+        if not cands:
+            return []
+        if len(self.y) < self.n_initial:
+            return self._initial(cands, n, out)
+        F = self.features(cands)
+        X, y = list(self.X), list(self.y)
+        best = min(y)
+        model = None
+        alive = np.ones(len(cands), dtype=bool)
+        self._hedge_picks = None
+        while len(out) < n and alive.any():
+            model = self._fit(X, y, like=model)
+            with threadpool_limits(1):
+                mu, sd = model.predict(F, return_std=True)
+            name = self.acq_func
+            if name == "gp_hedge":
+                p = np.exp(self.gains - self.gains.max())
+                picks = [int(np.argmax(np.where(alive, self._acquisition(a, mu, sd, best), -np.inf)))
+                         for a in ("EI", "PI", "LCB")]
+                if self._hedge_picks is None:
+                    self._hedge_picks = [F[i] for i in picks]
+                i = picks[int(self.nprng.choice(3, p=p / p.sum()))]
+            else:
+                i = int(np.argmax(np.where(alive, self._acquisition(name, mu, sd, best), -np.inf)))
+            alive[i] = False
+            out.append(cands[i])
+            X.append(F[i])
+            y.append(best)          # the constant lie
         return out
 
     def _tell(self, configs, costs):
-        pen = self.penalty()
-        xs = [self._encode(c) for c in configs]
-        ys = [y if y is not None else pen for y in costs]
-        if xs:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                self.opt.tell(xs, ys)
+        ok = [(c, y) for c, y in zip(configs, costs) if y is not None]
+        if ok:
+            self.X += list(self.features([c for c, _ in ok]))
+            self.y += [y for _, y in ok]
+        if self._hedge_picks is not None and len(self.y) >= 2:
+            m = self._fit(self.X, self.y)
+            self.gains -= m.predict(np.asarray(self._hedge_picks))
+            self._hedge_picks = None

@@ -2,11 +2,13 @@
 replay ``bayes`` and ``random`` from the log over many seeds (no device needed for the
 replay, as Kernel Tuner's simulation mode).
 
-Run: ``python -m bench.tuner_efficiency [--sample 256] [--seeds 10]``. Tasks: a dot
+Run: ``python -m bench.tuner_efficiency [--sample 256] [--seeds 10] [--space-cache PATH]``. Tasks: a dot
 (batched_matmul), a reduction (softmax's row sum) and a convolution (conv2d_nhwc_3x3) from
 the corpus. Each space is measured completely when it has at most ``--sample`` points, else
 on a uniform sample of that many points, which is then the replayed space for every tuner.
-Writes results/tuner_efficiency.csv and results/tuner_efficiency.md.
+Writes results/tuner_efficiency.csv and results/tuner_efficiency.md. With ``--space-cache``, the
+measured logs are saved to that JSON file (keyed by task and workload key) and read back on
+the next run, so tuners can be replayed again without re-measuring.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import math
 import random
 import statistics
 import time
+from pathlib import Path
 
 from hlotune.autotune.measure import Measurer
 from hlotune.autotune.task import extract_tasks
@@ -55,6 +58,21 @@ def measure_space(task, sample: int, seed: int = 0) -> dict[str, float | str | N
     return out
 
 
+def load_cache(path: Path | None) -> dict:
+    if path is None or not path.exists():
+        return {}
+    return json.loads(path.read_text())
+
+
+def cached_space(cache: dict, label: str, task, sample: int) -> tuple[dict, float] | None:
+    """The log recorded for ``task`` under ``label`` with the same sample size, and the seconds
+    it took to measure; None when there is none."""
+    e = cache.get(label)
+    if e and e["key"] == task.key and e["sample"] == sample and e["space_size"] == task.space.size:
+        return e["log"], e["seconds"]
+    return None
+
+
 def replay(tuner: str, task, log: dict, seed: int, n: int, batch: int = 4) -> list[float]:
     """Best-so-far time after each trial when ``tuner`` draws from the recorded ``log``. As in
     tuning, a config that broke a template rule (``invalid``) is told to the tuner but is not a
@@ -82,20 +100,33 @@ def main(argv=None):
     ap.add_argument("--sample", type=int, default=256)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--trials", type=int, default=64)
+    ap.add_argument("--space-cache", type=Path, default=None,
+                    help="JSON file of measured spaces: read when it has a task's space, written after measuring")
+    ap.add_argument("--tuners", default="bayes,random", help="comma-separated tuner names to replay")
     args = ap.parse_args(argv)
+    tuners = args.tuners.split(",")
+    cache = load_cache(args.space_cache)
     env = environment({"sample": args.sample, "seeds": args.seeds})
     tasks = [("dot", pick_task("batched_matmul", "dot")), ("reduction", pick_task("softmax", "reduction")),
              ("conv", pick_task("conv2d_nhwc_3x3", "conv"))]
     rows, table, verdicts = [], [], []
     for label, task in tasks:
-        t0 = time.perf_counter()
-        log = measure_space(task, args.sample)
-        mtime = time.perf_counter() - t0
+        hit = cached_space(cache, label, task, args.sample)
+        if hit is None:
+            t0 = time.perf_counter()
+            log = measure_space(task, args.sample)
+            mtime = time.perf_counter() - t0
+            if args.space_cache is not None:
+                cache[label] = {"key": task.key, "sample": args.sample, "space_size": task.space.size,
+                                "seconds": mtime, "log": log, "loadavg": env.get("loadavg_before")}
+                args.space_cache.write_text(json.dumps(cache))
+        else:
+            log, mtime = hit
         ok = [v for v in log.values() if isinstance(v, float)]
         invalid = sum(1 for v in log.values() if v == "invalid")
         space_best = min(ok)
         need = {}
-        for tuner in ("bayes", "random"):
+        for tuner in tuners:
             traces = [replay(tuner, task, log, s, args.trials) for s in range(args.seeds)]
             for s, tr in enumerate(traces):
                 for k, v in enumerate(tr):
@@ -109,17 +140,20 @@ def main(argv=None):
             need[tuner] = statistics.median(within)
             table.append([label, f"{len(log)} of {task.space.size}", tuner]
                          + [f"{statistics.median(r):.3f}" for r in rel] + [f"{need[tuner]:g}"])
-        # random not within 5% after all trials: bayes must get there in half of them
-        met = need["bayes"] <= min(need["random"], args.trials) / 2
-
         def shown(v):
             return f"{v:g}" if math.isfinite(v) else f"more than {args.trials}"
-        verdicts.append(f"{label}: bayes needs {shown(need['bayes'])} trials (median over seeds) to come within "
-                        f"5% of the space's best, random {shown(need['random'])} "
-                        f"(target, bayes <= half of random: {'met' if met else 'not met'}); "
-                        f"space measured in {mtime:.0f} s; {invalid} configs break a template rule (told to "
-                        f"the tuners, not counted as trials, as in tuning), {len(log) - len(ok) - invalid} failed "
-                        "(told as penalties)")
+        others = ", ".join(f"{t} {shown(need[t])}" for t in tuners if t not in ("bayes", "random"))
+        verdict = f"{label}: trials (median over seeds) to come within 5% of the space's best: " + \
+            ", ".join(f"{t} {shown(need[t])}" for t in tuners if t in ("bayes", "random"))
+        if "bayes" in need and "random" in need:
+            # random not within 5% after all trials: bayes must get there in half of them
+            met = need["bayes"] <= min(need["random"], args.trials) / 2
+            verdict += f" (target, bayes <= half of random: {'met' if met else 'not met'})"
+        if others:
+            verdict += f"; also {others}"
+        verdicts.append(verdict + f"; space measured in {mtime:.0f} s{' (read from the space cache)' if hit else ''}; "
+                        f"{invalid} configs break a template rule (not counted as trials, as in tuning), "
+                        f"{len(log) - len(ok) - invalid} failed (told as failures)")
     md = md_table(["task", "configs measured", "tuner"] + [f"best/space best after {c}" for c in CHECKPOINTS]
                   + ["trials to within 5% (median)"], table)
     notes = (f"Median over seeds 0..{args.seeds - 1} of the best time found relative to the best time in the measured space "

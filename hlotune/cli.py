@@ -395,8 +395,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--batch", type=_positive_int, default=4, help="candidates per round (default 4)")
     t.add_argument("--estimator", default="GP", choices=["GP", "RF", "ET", "GBRT"], help="bayes: surrogate model "
                    "(default GP)")
-    t.add_argument("--acq", default="gp_hedge", choices=["gp_hedge", "EI", "PI", "LCB"], help="bayes: acquisition "
-                   "function (default gp_hedge)")
+    t.add_argument("--acq", default="EI", choices=["gp_hedge", "EI", "PI", "LCB"], help="bayes: acquisition "
+                   "function (default EI)")
     t.add_argument("--timeout", type=_number(True), default=20.0, help="seconds before a candidate is a timeout "
                    "(default 20)")
     t.add_argument("--dask", metavar="ADDRESS", help="measure on the workers of this Dask scheduler "
