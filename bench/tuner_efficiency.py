@@ -111,8 +111,8 @@ def main(argv=None):
              ("conv", pick_task("conv2d_nhwc_3x3", "conv"))]
     rows, table, verdicts = [], [], []
     for label, task in tasks:
-        hit = cached_space(cache, label, task, args.sample)
-        if hit is None:
+        cached = cached_space(cache, label, task, args.sample)
+        if cached is None:
             t0 = time.perf_counter()
             log = measure_space(task, args.sample)
             mtime = time.perf_counter() - t0
@@ -121,7 +121,7 @@ def main(argv=None):
                                 "seconds": mtime, "log": log, "loadavg": env.get("loadavg_before")}
                 args.space_cache.write_text(json.dumps(cache))
         else:
-            log, mtime = hit
+            log, mtime = cached
         ok = [v for v in log.values() if isinstance(v, float)]
         invalid = sum(1 for v in log.values() if v == "invalid")
         space_best = min(ok)
@@ -151,7 +151,7 @@ def main(argv=None):
             verdict += f" (target, bayes <= half of random: {'met' if met else 'not met'})"
         if others:
             verdict += f"; also {others}"
-        verdicts.append(verdict + f"; space measured in {mtime:.0f} s{' (read from the space cache)' if hit else ''}; "
+        verdicts.append(verdict + f"; space measured in {mtime:.0f} s{' (read from the space cache)' if cached else ''}; "
                         f"{invalid} configs break a template rule (not counted as trials, as in tuning), "
                         f"{len(log) - len(ok) - invalid} failed (told as failures)")
     md = md_table(["task", "configs measured", "tuner"] + [f"best/space best after {c}" for c in CHECKPOINTS]

@@ -52,3 +52,13 @@ def test_bayes_needs_at_most_half_of_randoms_trials():
     # 1 point within 5% among ~200 valid: random needs ~100 trials on average
     assert bayes <= 32, bayes
     assert bayes <= rand / 2, (bayes, rand)
+
+
+def test_bayes_on_a_space_too_large_to_enumerate(monkeypatch):
+    """Above ``MAX_ENUMERATE`` points the candidates are a random sample plus the one-knob
+    neighbours of the best configs: proposals stay untried and the optimum is still found."""
+    from hlotune.autotune.tuners import BayesTuner
+    monkeypatch.setattr(BayesTuner, "MAX_ENUMERATE", 64)
+    monkeypatch.setattr(BayesTuner, "N_SAMPLE", 128)
+    hits = [trials_to_within("bayes", s) for s in range(3)]
+    assert statistics.median(hits) <= 32, hits
