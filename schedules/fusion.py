@@ -174,6 +174,8 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
             inline = bool(plan.get(c.knob, c.default))
         if inline:
             s.compute_inline(st.op.output(0))
+    choices = [_inline_shared_once(s, c, readers, plan) if c.kind == "inline" and not c.default else c
+               for c in choices]
     if not epilogues:
         return choices
     for st in list(s.stages.values()):
@@ -186,6 +188,60 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
             if plan.get(c.knob, 1):
                 s.compute_at(d.output(0), st.leaf[-1])
     return choices
+
+
+#: the largest body (nodes, repeats counted) a stage may reach by inlining a shared producer
+INLINE_TREE_MAX = 4000
+
+
+def _identity_reads(p: Stage, r: Stage) -> bool:
+    """Whether every load of ``p`` in ``r``'s body is at ``r``'s own indices (same shape)."""
+    if p.op.shape != r.op.shape or r.op.is_reduction:
+        return False
+    for e in walk(r.op.body):
+        if e.op is Op.LOAD and getattr(e.arg, "op", None) is p.op and not (
+                len(e.src) == len(r.op.axis) and all(i.op is Op.VAR and i.arg is v for i, v in zip(e.src, r.op.axis))):
+            return False
+    return True
+
+
+def _tree_size(s: Schedule, st: Stage, memo: dict, also: Stage | None = None) -> int:
+    """Nodes of ``st``'s body with inlined producers (and ``also``) substituted, repeats counted
+    (what a renderer that prints expression trees prints)."""
+    if st.name in memo:
+        return memo[st.name]
+    size: dict[int, int] = {}
+    for e in walk(st.op.body):
+        p = s.stage_of_op(e.arg.op) if e.op is Op.LOAD and isinstance(e.arg, Tensor) else None
+        inl = p is not None and (p.attach == ("inline",) or p is also)
+        own = _tree_size(s, p, memo, also) if inl else 1
+        size[id(e)] = own + sum(size[id(x)] for x in e.src)
+    memo[st.name] = sum(size[id(b)] for b in st.op.body)
+    return memo[st.name]
+
+
+def _inline_shared_once(s: Schedule, c: Choice, readers: dict, plan: dict) -> Choice:
+    """A shared expensive stage whose readers all end up inlined into one materialized stage,
+    every read at that stage's own indices, is inlined by default: each element is then
+    computed once per element of that stage (the compiler's common-subexpression elimination
+    merges the repeats), which materializing it cannot beat. Not when the printed body would
+    pass ``INLINE_TREE_MAX`` nodes. Returns the choice with its default."""
+    st = list(s.stages.values())[c.stage]
+    roots, stack, ok = set(), [st], True
+    while stack and ok:
+        p = stack.pop()
+        for r in readers[p.name]:
+            ok = ok and _identity_reads(p, r)
+            if r.attach == ("inline",):
+                stack.append(r)
+            else:
+                roots.add(r.name)
+    if not ok or len(roots) != 1 or _tree_size(s, s.stages[next(iter(roots))], {}, st) > INLINE_TREE_MAX:
+        return c
+    c = Choice("inline", c.stage, 1)
+    if plan.get(c.knob, 1):
+        s.compute_inline(st.op.output(0))
+    return c
 
 
 def _readers_through_inline(readers: dict, st: Stage, s: Schedule) -> list[Stage]:

@@ -1,0 +1,83 @@
+"""Default fusion of shared expensive stages (schedules/fusion.py): a stage with transcendental
+math read by several stages is inlined when all its readers end up inlined into one
+materialized stage, each read at that stage's own indices (every element is then computed once
+per output element, as materializing it would), and then a dot's activation (an exact GELU's
+erfc polynomial reads its intermediate twice) runs on the dot's register tile. Readers in
+different stages, shifted reads and reductions keep it materialized. Numbers are checked
+against the reference every time."""
+
+from __future__ import annotations
+
+import pytest
+from _checks import MATMUL_F32, as_tuple, assert_close, random_inputs
+
+import hlotune
+from hlotune import dsl
+from hlotune.dsl.reference import evaluate
+from hlotune.schedules.fusion import INLINE_TREE_MAX, absorbed_tile, default_schedule, fuse_default
+
+
+def _matches(outs, tol=MATMUL_F32):
+    s = default_schedule(outs)
+    f = hlotune.build(s)
+    ins = random_inputs(outs, seed=3)
+    for got, ref in zip(as_tuple(f(*ins)), evaluate(outs, ins)):
+        assert_close(got, ref, *tol)
+    return s
+
+
+def _shared(n=64, shift=False, two_roots=False):
+    X = dsl.placeholder((n, n), "float32", name="X")
+    E = dsl.compute((n, n), lambda i, j: dsl.exp(X[i, j] * 0.5), name="E")
+    P = dsl.compute((n, n), lambda i, j: E[i, j] + 1.0, name="P")
+    if shift:
+        Q = dsl.compute((n, n), lambda i, j: E[i, (j + 1) % n] * 2.0, name="Q")
+    else:
+        Q = dsl.compute((n, n), lambda i, j: E[i, j] * 2.0, name="Q")
+    if two_roots:
+        return [P, Q]
+    return [dsl.compute((n, n), lambda i, j: dsl.select(X[i, j] > 0, P[i, j], Q[i, j]), name="Y")]
+
+
+def test_shared_expensive_stage_read_in_one_stage_is_inlined():
+    s = _matches(_shared())
+    assert s.stage("E").attach == ("inline",)
+
+
+@pytest.mark.parametrize("kw", [{"shift": True}, {"two_roots": True}])
+def test_shared_expensive_stage_stays_materialized(kw):
+    s = _matches(_shared(**kw))
+    assert s.stage("E").attach != ("inline",)
+
+
+def test_plan_can_still_materialize_it():
+    outs = _shared()
+    s = hlotune.Schedule(outs)
+    choices = fuse_default(s)
+    (c,) = [c for c in choices if c.kind == "inline"]
+    assert c.default == 1
+    s2 = hlotune.Schedule(outs)
+    fuse_default(s2, plan={c.knob: 0})
+    assert s2.stage("E").attach != ("inline",)
+
+
+def test_gelu_exact_runs_on_the_dot_tile():
+    m, n, k = 24, 40, 16
+    A = dsl.placeholder((m, k), "float32", name="A")
+    B = dsl.placeholder((k, n), "float32", name="B")
+    r = dsl.reduce_axis(k, name="r")
+    D = dsl.compute((m, n), lambda i, j: dsl.sum(A[i, r] * B[r, j], axis=r), name="D")
+    T = dsl.compute((m, n), lambda i, j: dsl.exp(-D[i, j] * D[i, j]), name="T")       # expensive, read twice
+    U = dsl.compute((m, n), lambda i, j: dsl.select(D[i, j] > 0, T[i, j], 2.0 - T[i, j]), name="U")
+    Y = dsl.compute((m, n), lambda i, j: D[i, j] * U[i, j], name="Y")
+    s = _matches([Y])
+    assert s.stage("T").attach == ("inline",)
+    assert absorbed_tile(s, s.stage("Y")) is s.stage("D")
+
+
+def test_tree_size_bound_keeps_huge_bodies_materialized(monkeypatch):
+    from hlotune.schedules import fusion
+    assert INLINE_TREE_MAX >= 1000
+    monkeypatch.setattr(fusion, "INLINE_TREE_MAX", 8)     # Y's printed body would count 16 nodes
+    s = _matches(_shared())
+    assert s.stage("E").attach != ("inline",)
