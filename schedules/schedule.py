@@ -453,9 +453,11 @@ def _cache_read(s: Schedule, step: CacheRead) -> Tensor:
     val = t[tuple(idx)]
     if inside is not None:
         val = select(inside, val, const(0, t.dtype))
-    cache_op = ComputeOp(f"{step.stage}.{step.scope}", axes, (), (val,), "cache_read")
+    name, k = f"{step.stage}.{step.scope}", 1
+    while name in s.stages:     # a tensor several stages cache on their own: .shared, .shared1, ...
+        name, k = f"{step.stage}.{step.scope}{k}", k + 1
+    cache_op = ComputeOp(name, axes, (), (val,), "cache_read")
     cache_t = cache_op.output(0)
-    check(cache_op.name not in s.stages, f"cache_read: stage '{cache_op.name}' exists already")
     first = min(readers, key=lambda r: list(s.stages).index(r.name))
     s._add_stage(Stage(cache_op.name, cache_op, list(axes), scope="shared"), before=first)
 

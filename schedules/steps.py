@@ -73,8 +73,9 @@ class CacheWrite:
 
 @dataclass(frozen=True)
 class CacheRead:
-    """Copy tensor ``stage`` (a stage or input name) into a new stage ``<stage>.<scope>`` that
-    the ``readers`` stages load instead. ``split`` ``((dim, f), ...)`` first splits tensor
+    """Copy tensor ``stage`` (a stage or input name) into a new stage ``<stage>.<scope>`` (or
+    ``<stage>.<scope>N``, N = 1, 2, ... when other stages already cache it) that the ``readers``
+    stages load instead. ``split`` ``((dim, f), ...)`` first splits tensor
     dimension ``dim`` into ``(dim // f, dim % f)`` (padded with zeros to a multiple of ``f``);
     with ``layout`` (a permutation of the dimensions after splitting) the copy's dimension ``d``
     is dimension ``layout[d]``: a BLIS panel ``B[k, n] -> P[n // f, k, n % f]`` is

@@ -225,3 +225,26 @@ def test_micro_kernel_operands_through_clips_selects_and_nans():
     x, w = random_inputs([Y], seed=4)
     x[0, 2, 3, :5] = [np.nan, np.inf, -np.inf, 7.0, -1.0]
     assert_close(f(x, w), evaluate([Y], [x, w])[0], *MATMUL_F32)
+
+
+def test_dots_sharing_an_input_each_pack_it():
+    """Q, K and V projections read the same activations: each dot packs its own copy (cache
+    stages X.shared, X.shared1, ...) and gets the register micro-kernel; a name clash used to
+    leave all but the first on plain loops."""
+    from hlotune.schedules.fusion import default_schedule
+    m, k, n = 24, 32, 64
+    X = dsl.placeholder((m, k), "float32", name="X")
+
+    def proj(w):
+        W = dsl.placeholder((k, n), "float32", name=f"W{w}")
+        r = dsl.reduce_axis(k, name="r")
+        return dsl.compute((m, n), lambda i, j: dsl.sum(X[i, r] * W[r, j], axis=r), name=w)
+
+    outs = [proj(w) for w in "QKV"]
+    s = default_schedule(outs, hw=MACHINES[1])
+    assert {"X.shared", "X.shared1", "X.shared2"} <= set(s.stages)
+    f = hlotune.build(s)
+    assert f.source.count("hl_acc0 =") == 3
+    ins = random_inputs(outs, seed=2)
+    for got, ref in zip(as_tuple(f(*ins)), evaluate(outs, ins)):
+        assert_close(got, ref, *MATMUL_F32)
