@@ -82,6 +82,8 @@ class Module:
         ``param_keys``); Python numbers for scalar parameters become arrays of their dtype.
         KernelArgumentError for a parameter given twice or not at all, or an unknown name."""
         from .dsl.errors import KernelArgumentError
+        if not named and len(args) == len(self.params) and all(isinstance(a, np.ndarray) for a in args):
+            return list(args)       # the common call: one array per parameter, in order (checked at entry)
         keys = self.param_keys()
         if len(args) > len(keys):
             raise KernelArgumentError(f"{self.name} takes {len(keys)} parameters, got {len(args)} positional arguments")

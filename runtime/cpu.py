@@ -20,12 +20,15 @@ from .cachedir import scratch_dir, unsafe_file
 
 log = logging.getLogger(__name__)
 
-# OpenMP threads that have no work sleep instead of spinning, so that on a shared machine they do
-# not take a core that another process (or a descheduled thread of ours) needs: measured on real
-# layers, quiet and next to a busy process (bench/threading_cpu.py). libgomp reads this when our
-# first kernel loads it; a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
-if "GOMP_SPINCOUNT" not in os.environ:
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+#: how long an OpenMP thread with no work spins before it sleeps (libgomp's GOMP_SPINCOUNT; its own
+#: default is 300000, and PASSIVE is 0). Measured (bench/threading_cpu.py, bench/corpus_cpu.py):
+#: sleeping at once costs every small kernel a wake-up (bias_relu 84 us against 18 us), spinning
+#: long takes a core that a busy neighbour process (or a descheduled thread of ours) needs.
+SPIN_COUNT = "10000"
+
+# libgomp reads this when our first kernel loads it; a user's own OMP_WAIT_POLICY or GOMP_SPINCOUNT wins.
+if "GOMP_SPINCOUNT" not in os.environ and "OMP_WAIT_POLICY" not in os.environ:
+    os.environ["GOMP_SPINCOUNT"] = SPIN_COUNT
 
 #: -fno-tree-switch-conversion: gcc 12 miscompiles vectorized, if-converted code reading the lookup table
 #: it makes of a select chain over constants (a complex sign of a NaN constant lost its NaN part)

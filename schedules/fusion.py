@@ -178,10 +178,11 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
                for c in choices]
     if not epilogues:
         return choices
+    from .templates.gemm import streams_across
     for st in list(s.stages.values()):
         d = epilogue_of(st.op) if st.attach == ("root",) else None
         ds = s.stage_of_op(d) if d is not None else None
-        if ds is not None and ds.attach == ("root",) and id(d) not in outputs and \
+        if ds is not None and ds.attach == ("root",) and id(d) not in outputs and not streams_across(d) and \
                 _readers_through_inline(readers, ds, s) == [st] and st.op.axis[-1].extent >= 4:
             c = Choice("epilogue", position[ds.name], 1)
             choices.append(c)
@@ -260,8 +261,9 @@ def _tiled_default(s: Schedule, st: Stage, hw) -> bool:
     config is tried on a replayed copy first, so a shape it does not fit leaves ``s`` untouched.
     True if applied."""
     from .templates.families import TEMPLATES, classify
+    from .templates.gemm import streams_across
     fam = classify(st, s)
-    if fam not in ("dot", "conv") or st.op.axis[-1].extent < 4:
+    if fam not in ("dot", "conv") or st.op.axis[-1].extent < 4 or (st.op.is_reduction and streams_across(st.op)):
         return False
     t = TEMPLATES[fam]
     return try_template(s, st, t, t.default_config(st, hw), hw)

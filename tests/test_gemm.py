@@ -248,3 +248,27 @@ def test_dots_sharing_an_input_each_pack_it():
     ins = random_inputs(outs, seed=2)
     for got, ref in zip(as_tuple(f(*ins)), evaluate(outs, ins)):
         assert_close(got, ref, *MATMUL_F32)
+
+
+@pytest.mark.parametrize("transposed", [True, False])
+def test_matrix_vector_products_reduce_along_the_contiguous_axis(transposed):
+    """y = tanh(W x + b): with W[i, k] (rows contiguous along k) there are no rows to reuse W
+    over, so the default schedule reduces along k with SIMD instead of gathering W with a
+    stride into a register tile (6.5 ms against 0.09 ms for 512 x 512); with W[k, i] the
+    register tile reads W contiguously and stays."""
+    from hlotune.schedules.fusion import default_schedule
+    from hlotune.schedules.templates.gemm import streams_across
+    n, k = 96, 80
+    W = dsl.placeholder((n, k) if transposed else (k, n), "float32", name="W")
+    x = dsl.placeholder((k,), "float32", name="x")
+    b = dsl.placeholder((n,), "float32", name="b")
+    r = dsl.reduce_axis(k, name="r")
+    D = dsl.compute((n,), lambda i: dsl.sum((W[i, r] if transposed else W[r, i]) * x[r], axis=r), name="D")
+    Y = dsl.compute((n,), lambda i: dsl.tanh(D[i] + b[i]), name="Y")
+    assert streams_across(D.op) == transposed
+    s = default_schedule([Y], hw=MACHINES[1])
+    f = hlotune.build(s)
+    assert ("hl_acc0 =" in f.source) != transposed
+    ins = random_inputs([Y], seed=4)
+    (got,), (ref,) = as_tuple(f(*ins)), evaluate([Y], ins)
+    assert_close(got, ref, *MATMUL_F32)

@@ -73,6 +73,18 @@ def operands(op) -> tuple[list, list]:
     return bs, as_
 
 
+def streams_across(op) -> bool:
+    """Whether dot ``op`` has no rows to reuse its B operands over (a matrix-vector product)
+    while some B operand is not contiguous along the vectorized axis ``y``: the register tile
+    would then gather every lane with a stride and packing would cost as much as the product,
+    so a reduction vectorized along the contiguous reduction axis serves it better."""
+    d = list(op.axis)
+    if len(d) >= 2 and d[-2].extent > 1:
+        return False
+    bs, _ = operands(op)
+    return any(dim != len(t.shape) - 1 for t, dim, _ in bs)
+
+
 def panel(tensor: Tensor, dim: int, f: int) -> tuple[tuple, tuple]:
     """``(split, layout)`` for ``cache_read``: dimension ``dim`` split by ``f``, its blocks
     outermost and its lanes innermost, the other dimensions in order between."""
@@ -242,4 +254,4 @@ def _round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-__all__ = ["Gemm", "GemmConv", "operands", "panel", "tile_op"]
+__all__ = ["streams_across", "Gemm", "GemmConv", "operands", "panel", "tile_op"]
