@@ -152,8 +152,17 @@ class BayesTuner(Tuner):
     ET, GBRT) picks the candidate that maximizes ``acq_func`` (EI, PI, LCB, or gp_hedge, which
     chooses among the three by their past gains as scikit-optimize does). A batch is chosen one
     point at a time, each earlier pick told to the model at the best cost so far (constant
-    liar). Failed configs (cost None) are not fitted: they are only never proposed again.
+    liar). Failed configs (cost None: a template rule broken, or a failed build or run) are
+    never proposed again and are not fitted as costs; a second model learns where configs
+    fail (1 ran, 0 failed) and the acquisition is weighted by its probability of running
+    (constrained EI, as Gardner et al.): spaces such as the gemm template's, where most large
+    register tiles break the register budget, would otherwise draw rule breakers without end,
+    while a penalty cost would smear over the valid optimum next to them. Failures count
+    toward the initial design (at most twice its size).
     """
+
+    #: at most this many failed configs (the latest) train the failure model
+    MAX_FAILED_FIT = 256
 
     #: spaces up to this many points are searched exhaustively by the acquisition function
     MAX_ENUMERATE = 20000
@@ -180,6 +189,7 @@ class BayesTuner(Tuner):
         self.knobs = [k for k in space.knobs if len(k.values) > 1]
         self.X: list[np.ndarray] = []
         self.y: list[float] = []
+        self.Xf: list[np.ndarray] = []      # failed configs' features
         self.gains = np.zeros(3)        # gp_hedge: EI, PI, LCB
         self._hedge_picks: list[np.ndarray] | None = None
         self._all: list[dict] | None = None
@@ -264,10 +274,37 @@ class BayesTuner(Tuner):
             return norm.cdf(z)
         return (best - self.xi - mu) * norm.cdf(z) + sd * norm.pdf(z)
 
+    def _p_runs(self, F: np.ndarray) -> np.ndarray | None:
+        """Probability that each candidate runs (a GP regressor on 1 = ran, 0 = failed over
+        the tried configs), or None when nothing has failed."""
+        if not self.Xf:
+            return None
+        from sklearn.gaussian_process import GaussianProcessRegressor
+        from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+        bad = self.Xf[-self.MAX_FAILED_FIT:]
+        X = np.asarray(list(self.X) + list(bad))
+        v = np.r_[np.ones(len(self.X)), np.zeros(len(bad))]
+        kern = ConstantKernel(0.25, "fixed") * Matern(0.3, (5e-2, 2e1), nu=2.5) + WhiteKernel(1e-2, (1e-4, 1e-1))
+        m = GaussianProcessRegressor(kern, normalize_y=False, random_state=self.seed)
+        with warnings.catch_warnings(), threadpool_limits(1):
+            warnings.simplefilter("ignore")
+            m.fit(X, v - 0.5)
+            return np.clip(m.predict(F) + 0.5, 0.0, 1.0)
+
+    def _weighted(self, name: str, mu, sd, best: float, runs) -> np.ndarray:
+        """The acquisition among the candidates more likely to run than to fail (all, when none
+        is), EI and PI weighted by the probability of running."""
+        a = self._acquisition(name, mu, sd, best)
+        if runs is None:
+            return a
+        if name != "LCB":
+            a = a * runs
+        return np.where(runs >= 0.5, a, -1e300) if (runs >= 0.5).any() else a
+
     def _initial(self, cands: list[dict], n: int, taken: list[dict]) -> list[dict]:
         """Greedy max-min design: each pick is the candidate farthest from every point so far."""
         F = self.features(cands)
-        seen = self.X + list(self.features(taken)) if taken else list(self.X)
+        seen = self.X + self.Xf + (list(self.features(taken)) if taken else [])
         out, used = [], np.zeros(len(cands), dtype=bool)
         if not seen:
             i = int(self.nprng.integers(len(cands)))
@@ -291,11 +328,14 @@ class BayesTuner(Tuner):
         cands = self._candidates(out)
         if not cands:
             return []
-        if len(self.y) < self.n_initial:
+        if len(self.y) < self.n_initial and len(self.y) + len(self.Xf) < 2 * self.n_initial:
             return self._initial(cands, n, out)
+        if not self.y:      # nothing has run yet: no model to fit, draw uniformly
+            return [cands[int(i)] for i in self.nprng.choice(len(cands), min(n, len(cands)), replace=False)]
         F = self.features(cands)
         X, y = list(self.X), list(self.y)
         best = min(y)
+        runs = self._p_runs(F)
         model = None
         alive = np.ones(len(cands), dtype=bool)
         self._hedge_picks = None
@@ -306,13 +346,13 @@ class BayesTuner(Tuner):
             name = self.acq_func
             if name == "gp_hedge":
                 p = np.exp(self.gains - self.gains.max())
-                picks = [int(np.argmax(np.where(alive, self._acquisition(a, mu, sd, best), -np.inf)))
+                picks = [int(np.argmax(np.where(alive, self._weighted(a, mu, sd, best, runs), -np.inf)))
                          for a in ("EI", "PI", "LCB")]
                 if self._hedge_picks is None:
                     self._hedge_picks = [F[i] for i in picks]
                 i = picks[int(self.nprng.choice(3, p=p / p.sum()))]
             else:
-                i = int(np.argmax(np.where(alive, self._acquisition(name, mu, sd, best), -np.inf)))
+                i = int(np.argmax(np.where(alive, self._weighted(name, mu, sd, best, runs), -np.inf)))
             alive[i] = False
             out.append(cands[i])
             X.append(F[i])
@@ -321,6 +361,9 @@ class BayesTuner(Tuner):
 
     def _tell(self, configs, costs):
         ok = [(c, y) for c, y in zip(configs, costs) if y is not None]
+        bad = [c for c, y in zip(configs, costs) if y is None]
+        if bad:
+            self.Xf += list(self.features(bad))
         if ok:
             self.X += list(self.features([c for c, _ in ok]))
             self.y += [y for _, y in ok]
