@@ -38,21 +38,12 @@ float fma_loop(long iters, int threads) {
 """
 
 
-def _vector_bytes(cc: str) -> int:
-    macros = subprocess.run([cc, "-march=native", "-dM", "-E", "-x", "c", "/dev/null"], capture_output=True,
-                            text=True, check=True).stdout
-    if "__AVX512F__" in macros:
-        return 64
-    if "__AVX__" in macros:
-        return 32
-    return 16
-
-
 def fma_peak(threads: int | None = None, repeats: int = 5) -> dict:
     """Best of ``repeats`` timings of the FMA loop: {'gflops', 'threads', 'vector_bytes'}."""
     cc = os.environ.get("CC", "gcc")
     threads = threads or os.cpu_count() or 1
-    vbytes = _vector_bytes(cc)
+    from hlotune.runtime.targets import get_target
+    vbytes = get_target("cpu").hardware.vector_bytes     # the widest vector the target's ISA has
     with tempfile.TemporaryDirectory(prefix="hlotune_peak_") as d:
         src, lib = Path(d) / "peak.c", Path(d) / "peak.so"
         src.write_text(_SRC)

@@ -241,7 +241,7 @@ def tune(module, *example_args, target="cpu", trials: int = 64, db="tuning.db", 
     from .dsl.tensor import Graph
     key = module.name + ":" + workload_key(Graph(module.outputs, module.params))
     database = _db(db)
-    results = tune_graph(module.outputs, module.params, get_target(target), trials, database, tuner, seed,
+    results = tune_graph(module.outputs, module.params, target, trials, database, tuner, seed,
                          progress=progress, module_key=key, **options)
     for r in results:
         database.name_workload(r.task.key, module.name)

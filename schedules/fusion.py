@@ -76,6 +76,11 @@ def simd_reducible(st: Stage) -> bool:
             and not d.is_bool)
 
 
+def _at_own_indices(load, op) -> bool:
+    """Whether ``load`` reads at ``op``'s own output indices, in order."""
+    return len(load.src) == len(op.axis) and all(i.op is Op.VAR and i.arg is v for i, v in zip(load.src, op.axis))
+
+
 def epilogue_of(op):
     """The dot or convolution whose output elementwise ``op`` reads element for element (a bias,
     activation, scale, cast or residual add after it, possibly through other elementwise ops):
@@ -92,8 +97,7 @@ def epilogue_of(op):
             if e.op is not Op.LOAD or not isinstance(e.arg, Tensor) or not isinstance(e.arg.op, ComputeOp):
                 continue
             p = e.arg.op
-            same = ident and len(e.src) == len(o.axis) and all(
-                i.op is Op.VAR and i.arg is v for i, v in zip(e.src, o.axis))
+            same = ident and _at_own_indices(e, o)
             if p.is_reduction:
                 found.setdefault(id(p), [p]).append(same)
             elif p.num_outputs == 1 and (id(p), same) not in seen:
@@ -199,11 +203,8 @@ def _identity_reads(p: Stage, r: Stage) -> bool:
     """Whether every load of ``p`` in ``r``'s body is at ``r``'s own indices (same shape)."""
     if p.op.shape != r.op.shape or r.op.is_reduction:
         return False
-    for e in walk(r.op.body):
-        if e.op is Op.LOAD and getattr(e.arg, "op", None) is p.op and not (
-                len(e.src) == len(r.op.axis) and all(i.op is Op.VAR and i.arg is v for i, v in zip(e.src, r.op.axis))):
-            return False
-    return True
+    return all(_at_own_indices(e, r.op) for e in walk(r.op.body)
+               if e.op is Op.LOAD and getattr(e.arg, "op", None) is p.op)
 
 
 def _tree_size(s: Schedule, st: Stage, memo: dict, also: Stage | None = None) -> int:
@@ -228,16 +229,12 @@ def _inline_shared_once(s: Schedule, c: Choice, readers: dict, plan: dict) -> Ch
     merges the repeats), which materializing it cannot beat. Not when the printed body would
     pass ``INLINE_TREE_MAX`` nodes. Returns the choice with its default."""
     st = list(s.stages.values())[c.stage]
-    roots, stack, ok = set(), [st], True
-    while stack and ok:
-        p = stack.pop()
-        for r in readers[p.name]:
-            ok = ok and _identity_reads(p, r)
-            if r.attach == ("inline",):
-                stack.append(r)
-            else:
-                roots.add(r.name)
-    if not ok or len(roots) != 1 or _tree_size(s, s.stages[next(iter(roots))], {}, st) > INLINE_TREE_MAX:
+
+    def identity(p: Stage) -> bool:     # every read of p, through inlined readers, at own indices
+        return all(_identity_reads(p, r) and (r.attach != ("inline",) or identity(r)) for r in readers[p.name])
+
+    roots = _readers_through_inline(readers, st, s)
+    if len(roots) != 1 or not identity(st) or _tree_size(s, roots[0], {}, st) > INLINE_TREE_MAX:
         return c
     c = Choice("inline", c.stage, 1)
     if plan.get(c.knob, 1):
