@@ -178,7 +178,9 @@ class DaskMeasurer:
         return self.client.submit(measure_on_worker, self.task, config, self.options, self.task.target.key,
                                   pure=False)
 
-    def measure(self, configs: list[dict | None]) -> list[MeasureResult]:
+    def measure(self, configs: list[dict | None], screen: bool = True) -> list[MeasureResult]:
+        """Every candidate on some worker, timed in full (``screen`` is for the local measurer:
+        workers do not share a best time)."""
         distributed = _distributed()
         lost = _lost_errors()
         results: list[MeasureResult | None] = [None] * len(configs)

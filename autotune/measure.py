@@ -125,6 +125,10 @@ def _clean_stale_once(tmp: str) -> None:
     clean_stale_scratch(tmp)
 
 
+#: a candidate whose checked call lasts this many times the best median so far is timed once
+SCREEN = 3.0
+
+
 class Measurer:
     """Builds and measures configs of one task. Inputs and reference outputs are computed
     once (numpy reference evaluator) and handed to the worker as .npy files."""
@@ -137,6 +141,7 @@ class Measurer:
         self.timeout = timeout
         self.compile_timeout = compile_timeout
         self.build_workers = build_workers or os.cpu_count() or 1
+        self.best: float | None = None      # the fastest median this measurer timed in full
         _clean_stale_once(tempfile.gettempdir())
         self.dir = scratch_dir("measure")     # hlotune_measure_<pid>_*: removed by a later run if killed
         self.worker = Worker()
@@ -183,7 +188,10 @@ class Measurer:
             return _Built(config or {}, steps, failure="compile_error", message=str(e))
         return _Built(config or {}, steps, fields=fields)
 
-    def run(self, b: _Built) -> MeasureResult:
+    def run(self, b: _Built, screen: bool = True) -> MeasureResult:
+        """Check and time a built candidate in the worker; with ``screen``, one whose checked
+        call already lasts ``SCREEN`` times this measurer's best median is timed by that call
+        alone (its rank is settled; the time saved goes to other candidates)."""
         t0 = time.time()
         if b.failure:
             return MeasureResult(b.config, b.steps, [], b.failure, b.message, t0, time.time(), b.build_s)
@@ -191,7 +199,8 @@ class Measurer:
         b_ = backend(kind)
         where = f"{type(b_).__module__}:{type(b_).__qualname__}"     # a backend registered at run time
         common = {"backend": kind, "backend_import": where, "inputs": self.inputs, "expected": self.expected, "out": self.out_specs,
-                  "rtol": self.rtol, "atol": self.atol, "repeat": self.repeat, "min_repeat_ms": self.min_repeat_ms}
+                  "rtol": self.rtol, "atol": self.atol, "repeat": self.repeat, "min_repeat_ms": self.min_repeat_ms,
+                  "cutoff_s": SCREEN * self.best if screen and self.best else None}
         for req in b_.worker_plan(b.fields):
             if req["op"] == "build":
                 rep = self.worker.request({"backend": kind, "backend_import": where, **req}, self.compile_timeout)
@@ -204,14 +213,18 @@ class Measurer:
             if not rep["ok"]:
                 break
         if rep["ok"]:
+            if not rep.get("screened"):
+                m = float(np.median(rep["times"]))
+                self.best = m if self.best is None else min(self.best, m)
             return MeasureResult(b.config, b.steps, rep["times"], None, "", t0, time.time(), b.build_s)
         return MeasureResult(b.config, b.steps, [], rep["failure"], rep.get("message", ""), t0, time.time(), b.build_s)
 
-    def measure(self, configs: list[dict | None]) -> list[MeasureResult]:
-        """Build in parallel, then run one at a time (timings are not disturbed by builds)."""
+    def measure(self, configs: list[dict | None], screen: bool = True) -> list[MeasureResult]:
+        """Build in parallel, then run one at a time (timings are not disturbed by builds);
+        ``screen``: see ``run``."""
         with ThreadPoolExecutor(self.build_workers) as ex:
             built = list(ex.map(self.build, configs))
-        return [self.run(b) for b in built]
+        return [self.run(b, screen) for b in built]
 
     def close(self):
         self.worker.close()

@@ -67,7 +67,7 @@ def confirm(measurer, configs: list[dict], rounds: int = ROUNDS) -> list[Finalis
         for f in out:
             if f.failed:
                 continue
-            r = measurer.measure([f.config or None])[0]
+            r = measurer.measure([f.config or None], screen=False)[0]
             if r.failure:
                 f.failed = f"{r.failure}: {r.message[:200]}"
             else:

@@ -364,7 +364,46 @@ def _reduce(op: ComputeOp, ctx: _Ctx, nred: int, out_shape):
     return tuple(acc)
 
 
+def _contraction(op: ComputeOp, values: Mapping):
+    """A float sum of products of two tensors, each indexed by distinct plain axes
+    (``C[i, j] = sum_r A[i, r] * B[r, j]`` and its batched, transposed and outer forms), as
+    one ``einsum`` accumulated in float64 and rounded once; None for any other compute (the
+    general evaluator, chunked, defines it). Axes within their tensor's extent only: anything
+    else takes the general path, which reports an out-of-range index."""
+    b = op.body[0]
+    if len(op.body) != 1 or b.op is not Op.REDUCE or b.arg.where is not None or b.arg.reducer.ufunc != "add":
+        return None
+    d = b.dtype
+    if d.name not in ("float32", "float64") or len(b.src) != 1 or b.src[0].op is not Op.MUL:
+        return None
+    loads = b.src[0].src
+    if any(x.op is not Op.LOAD or not isinstance(x.arg, Tensor) or x.dtype != d for x in loads):
+        return None
+    letters = {v: chr(ord("a") + n) for n, v in enumerate(op.axis + op.reduce_axis)}
+    if len(letters) > 26:
+        return None
+    arrays, subs = [], []
+    for x in loads:
+        arr = values[id(x.arg.op)][x.arg.value_index]
+        vs = [i.arg if i.op is Op.VAR else None for i in x.src]
+        if None in vs or len(set(vs)) != len(vs) or any(v not in letters for v in vs) or \
+                any(v.extent > n for v, n in zip(vs, arr.shape)):
+            return None
+        arrays.append(arr[tuple(slice(0, v.extent) for v in vs)].astype(np.float64))
+        subs.append("".join(letters[v] for v in vs))
+    used = set("".join(subs))
+    if any(letters[v] not in used for v in op.axis + op.reduce_axis):
+        return None
+    spec = f"{subs[0]},{subs[1]}->" + "".join(letters[v] for v in op.axis)
+    with np.errstate(all="ignore"):
+        out = np.einsum(spec, *arrays, optimize=True)
+    return (np.asarray(out, d.np).reshape(op.shape),)
+
+
 def _eval_compute(op: ComputeOp, values: Mapping) -> tuple[np.ndarray, ...]:
+    fast = _contraction(op, values) if op.reduce_axis and all(op.shape) else None
+    if fast is not None:
+        return fast
     shape = op.shape
     rshape = tuple(v.extent for v in op.reduce_axis)
     outs = [np.empty(shape, b.dtype.np) for b in op.body]

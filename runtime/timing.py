@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+
+#: a warm call at least this long sizes the repeats by itself (no calibrating round)
+SURE_S = 1e-3
 
 
 @dataclass(frozen=True)
@@ -37,19 +42,23 @@ def measure(run_n: Callable[[int], float], repeat: int = 10, min_repeat_ms: floa
     """Time ``run_n(n) -> seconds for n calls``: pick ``number`` so one repeat lasts at least
     ``min_repeat_ms`` (as TVM's ``min_repeat_ms``), then take ``repeat`` repeats. ``warmup``
     calls, and calls for at least ``warmup_ms`` of wall time, run first and are not counted (a
-    fresh process's thread pools and clocks take a while to settle)."""
-    if warmup:
-        run_n(warmup)
+    fresh process's thread pools and clocks take a while to settle); the last of them is the
+    first estimate of one call, taken as it is when it lasts at least ``SURE_S`` (a call that
+    long is not lost in the clock's resolution or the call overhead)."""
+    t = run_n(warmup) / warmup if warmup else None
     end = time.perf_counter() + warmup_ms / 1e3
     while time.perf_counter() < end:
-        run_n(max(warmup, 1))
+        t = run_n(max(warmup, 1)) / max(warmup, 1)
     if number is None:
         number = 1
-        while True:
-            t = run_n(number)
-            if t * 1e3 >= min_repeat_ms or number >= 1 << 30:
-                break
-            grow = (min_repeat_ms / 1e3) / max(t, 1e-9)
-            number = max(number * 2, min(int(number * grow * 1.2) + 1, number * 1000))
+        if t is not None and t >= SURE_S:
+            number = max(1, math.ceil(min_repeat_ms / 1e3 / t))
+        else:
+            while True:
+                t = run_n(number)
+                if t * 1e3 >= min_repeat_ms or number >= 1 << 30:
+                    break
+                grow = (min_repeat_ms / 1e3) / max(t, 1e-9)
+                number = max(number * 2, min(int(number * grow * 1.2) + 1, number * 1000))
     times = tuple(run_n(number) / number for _ in range(repeat))
     return TimingResult(times, number)

@@ -49,8 +49,8 @@ def test_outliers_never_become_stored_winners(tmp_path, monkeypatch):
     original = measure.Measurer.run
     state = {"bad": None, "seen": {}}
 
-    def run(self, b):
-        r = original(self, b)
+    def run(self, b, screen=True):
+        r = original(self, b, screen)
         if r.failure:
             return r
         key = config_key(b.config)
@@ -81,3 +81,24 @@ def test_outliers_never_become_stored_winners(tmp_path, monkeypatch):
     steps = tuned_schedule_fn(db, CPU)(task_res.task.graph).to_json()
     expected = task_res.task.schedule(win["config"] or None).to_json()
     assert json.loads(steps) == json.loads(expected)
+
+
+def test_screening_times_a_slow_candidate_once():
+    """In the search, a candidate whose checked call already lasts SCREEN x the best median so
+    far is timed by that call alone; confirmation (screen=False) always times in full, and a
+    screened figure never lowers the measurer's best."""
+    from hlotune.autotune.task import extract_tasks
+    outs, ins = matmul_tanh()
+    task = next(t for t in extract_tasks(outs, ins, CPU) if t.family == "dot")
+    m = measure.Measurer(task, repeat=4, min_repeat_ms=1.0)
+    try:
+        (full,) = m.measure([None])
+        assert not full.failure and len(full.times) == 4 and m.best == full.median
+        m.best = full.median / 1000          # pretend a candidate 1000x faster was seen
+        (cut,) = m.measure([None])
+        assert not cut.failure and len(cut.times) == 1 and cut.times[0] > measure.SCREEN * m.best
+        assert m.best == full.median / 1000
+        (again,) = m.measure([None], screen=False)
+        assert len(again.times) == 4
+    finally:
+        m.close()
