@@ -1,6 +1,7 @@
 """Measured fusion plans: each compute segment's fusion decisions (``schedules.fusion.Choice``: an
 elementwise stage with several readers recomputed or materialized; an epilogue on its dot's
-register tile or in a pass of its own) are knobs of a segment-level task, and each plan is
+register tile or in a pass of its own; attention's scores and softmax computed per head inside
+the second dot or materialized whole) are knobs of a segment-level task, and each plan is
 measured end to end: the whole segment compiled with that fusion, every kernel of it with the
 best config the database holds for its workload (or its default schedule).
 

@@ -124,9 +124,10 @@ def absorbed_tile(s: Schedule, st: Stage) -> Stage | None:
 @dataclass(frozen=True)
 class Choice:
     """A fusion decision that a plan may flip: ``kind`` 'inline' (an elementwise stage with
-    several readers, or read many times, recomputed where it is read or materialized once) or
+    several readers, or read many times, recomputed where it is read or materialized once),
     'epilogue' (a dot's elementwise reader computed on its register tile, or in a pass of its
-    own); ``stage`` the stage's position in topological order; ``default`` what default fusion
+    own) or 'slice' (the stages between two batched dots, such as attention's softmax, computed
+    per batch slice inside the second: schedules/rowfusion.py); ``stage`` the stage's position in topological order; ``default`` what default fusion
     does (1: inline / fuse)."""
 
     kind: str
@@ -341,10 +342,17 @@ def stage_default(s: Schedule, st: Stage, hw=None) -> None:
 
 def fuse(s: Schedule, hw, plan: dict | None = None) -> list[Choice]:
     """Default fusion for machine ``hw`` (``plan`` flips some decisions; see ``fuse_default``):
-    epilogues join their dot's register tile on machines without work-groups (the cpu
-    templates have register tiles). Returns the decisions a plan may flip."""
+    epilogues join their dot's register tile, and attention-like chains are computed per batch
+    slice of their second dot, on machines without work-groups (the cpu templates have
+    register tiles). Returns the decisions a plan may flip."""
+    from .rowfusion import fuse_slices
     from .templates.base import as_hardware
-    return fuse_default(s, epilogues=not as_hardware(hw or 1).work_groups, plan=plan)
+    hw = as_hardware(hw or 1)
+    choices = fuse_default(s, epilogues=not hw.work_groups, plan=plan)
+    if hw.work_groups:
+        return choices
+    position = {n: k for k, n in enumerate(s.stages)}
+    return choices + fuse_slices(s, hw, plan or {}, position, Choice)
 
 
 def default_schedule(outputs, inputs=None, threads=None, hw=None) -> Schedule:

@@ -330,20 +330,28 @@ class _Lowerer:
     # -------------------------------------------------------------- compute_at
     def plan_attached(self, p: Stage, at: IterVar) -> None:
         """Infer the region of ``p`` read inside loop ``at`` and give it a local buffer. ``at`` is a
-        loop of ``p``'s single reader, or of the stage that reader is computed in at a loop
-        inside ``at`` (a pack shared by every register tile of a cache block)."""
+        loop of each reader of ``p``, or of the stage that reader is computed in at a loop
+        inside ``at`` (a pack shared by every register tile of a cache block; a softmax's
+        exponentials read by its sum and its division, both computed per row block). Several
+        readers read the union of their regions (which must differ by constants, else the
+        whole extent of that dimension)."""
         owner = self.s.stage(at)
         readers = self.readers[p.name]
-        cons = self.s.stages[next(iter(readers))] if len(readers) == 1 else None
-        if cons is owner:
-            region = self.infer_region(p, cons, at)
-        else:
-            check(cons is not None and cons.attach[0] == "at" and cons.attach[1] is owner and
+        check(readers, f"compute_at: '{p.name}' is read by no stage")
+        regions = []
+        for name in sorted(readers):
+            cons = self.s.stages[name]
+            if cons is owner:
+                regions.append(self.infer_region(p, cons, at))
+                continue
+            check(cons.attach[0] == "at" and cons.attach[1] is owner and
                   owner.leaf.index(_leaf_of(owner, cons.attach[2])) >= owner.leaf.index(_leaf_of(owner, at)),
-                  f"compute_at: '{p.name}' is read by {sorted(readers) or 'no stage'}; it can only be computed "
-                  f"at a loop of its single reader, or of the stage that reader is computed at (inside that loop); "
+                  f"compute_at: '{p.name}' is read by {sorted(readers)}; it can only be computed at a loop of its "
+                  f"readers, or of the stage they are computed at (inside that loop); '{name}' is not; "
                   f"'{at.name}' is a loop of '{owner.name}'")
-            region = self.infer_region(p, cons, None, (owner, at))
+            regions.append(self.infer_region(p, cons, None, (owner, at)))
+        region = regions[0] if len(regions) == 1 else \
+            [self._union([rg[d] for rg in regions], dim) for d, dim in enumerate(p.op.shape)]
         shape = tuple(iv.ext for iv in region)
         d = p.op.body[0].dtype
         scope = "shared" if p.scope == "shared" else "global" if _nbytes(d, shape) > STACK_BYTES else "local"

@@ -1,0 +1,138 @@
+"""Slice fusion (schedules/rowfusion.py): attention's score dot and softmax computed per batch
+slice inside the second dot. On random attention shapes (one or two batch axes, primes,
+masks, scores that are an epilogue of the first dot) both plans match the reference; the
+chain stages really sit inside the second dot's loop (one slice of buffers each, never the
+whole score tensor); chains read from outside, or whose slices would need whole tensors, are
+not offered; a shared stage read by two chain stages is computed once per slice (the
+several-reader ``compute_at``)."""
+
+from __future__ import annotations
+
+from _checks import MATMUL_F32, as_tuple, assert_close, random_inputs
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hlotune
+from hlotune import dsl
+from hlotune.dsl.reference import evaluate
+from hlotune.dsl.tensor import Graph
+from hlotune.runtime.targets import get_target
+from hlotune.schedules.fusion import fuse, stage_default
+from hlotune.schedules.lower import _Lowerer
+from hlotune.schedules.schedule import Schedule
+
+HW = get_target("cpu").hardware
+SIZES = st.sampled_from([1, 2, 3, 5, 8, 13, 16, 31])
+
+
+def attention(batch, q, k, d, mask=False, scores_out=False, transposed_out=False):
+    """``O[b.., i, e] = sum_j softmax_j(Q[b.., i, :] . K[b.., j, :] / sqrt(d)) V[b.., j, e]``."""
+    Q = dsl.placeholder(batch + (q, d), "float32", name="Q")
+    K = dsl.placeholder(batch + (k, d), "float32", name="K")
+    V = dsl.placeholder(batch + (k, d), "float32", name="V")
+    r = dsl.reduce_axis(d, name="r")
+    S = dsl.compute(batch + (q, k), lambda *ix: dsl.sum(Q[(*ix[:-2], ix[-2], r)] * K[(*ix[:-2], ix[-1], r)], axis=r),
+                    name="S")
+    if mask:
+        S = dsl.compute(batch + (q, k), lambda *ix: dsl.select(ix[-1] <= ix[-2], S[ix] * 0.125, -1e9), name="Sm")
+    j = dsl.reduce_axis(k, name="j")
+    M = dsl.compute(batch + (q,), lambda *ix: dsl.max(S[(*ix, j)], axis=j), name="M")
+    E = dsl.compute(batch + (q, k), lambda *ix: dsl.exp(S[ix] - M[ix[:-1]]), name="E")
+    j2 = dsl.reduce_axis(k, name="j2")
+    L = dsl.compute(batch + (q,), lambda *ix: dsl.sum(E[(*ix, j2)], axis=j2), name="L")
+    j3 = dsl.reduce_axis(k, name="j3")
+    if transposed_out:      # as JAX writes it: O^T[b, e, i] = sum_j V[b, j, e] P[b, i, j]
+        O = dsl.compute(batch + (d, q), lambda *ix: dsl.sum(
+            V[(*ix[:-2], j3, ix[-2])] * (E[(*ix[:-2], ix[-1], j3)] / L[(*ix[:-2], ix[-1])]), axis=j3), name="O")
+    else:
+        O = dsl.compute(batch + (q, d), lambda *ix: dsl.sum(
+            (E[(*ix[:-2], ix[-2], j3)] / L[ix[:-1]]) * V[(*ix[:-2], j3, ix[-1])], axis=j3), name="O")
+    return ([O, S] if scores_out else [O]), [Q, K, V]
+
+
+def _schedule(outs, ins, plan_value=None):
+    g = Graph(outs, ins)
+    s = Schedule(g)
+    choices = fuse(s, HW)
+    slices = [c for c in choices if c.kind == "slice"]
+    if plan_value is not None:
+        s = Schedule(g)
+        fuse(s, HW, {c.knob: plan_value for c in slices})
+    for x in list(s.stages.values()):
+        if x.attach == ("root",):
+            stage_default(s, x, HW)
+    return s, slices
+
+
+def _check(s, outs, ins):
+    f = hlotune.build(s)
+    arrays = random_inputs(outs, seed=5)
+    for got, ref in zip(as_tuple(f(*arrays)), evaluate(outs, arrays)):
+        assert_close(got, ref, *MATMUL_F32)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batch=st.sampled_from([(3,), (2, 3), (1,)]), q=SIZES, k=SIZES, d=st.sampled_from([4, 8, 16, 7]),
+       mask=st.booleans(), transposed=st.booleans())
+def test_both_plans_match_the_reference(batch, q, k, d, mask, transposed):
+    outs, ins = attention(batch, q, k, d, mask=mask, transposed_out=transposed)
+    fused, slices = _schedule(outs, ins, 1)
+    _check(fused, outs, ins)
+    if slices:
+        _check(_schedule(outs, ins, 0)[0], outs, ins)
+
+
+def test_attention_runs_per_head_in_the_second_dot():
+    outs, ins = attention((12,), 128, 128, 64)
+    s, slices = _schedule(outs, ins)
+    assert [c.default for c in slices] == [1]
+    o = s.stage("O")
+    for name in ("S", "M", "E", "L"):
+        x = s.stage(name)
+        assert x.attach[0] == "at" and x.attach[1] is o, name
+    lw = _Lowerer(s)
+    lw.lower("f")
+    assert [iv.ext for iv in lw.planned["S"]] == [1, 128, 128]      # one head's scores, not 12
+    assert [iv.ext for iv in lw.planned["L"]] == [1, 128]
+    _check(s, outs, ins)
+    off, _ = _schedule(outs, ins, 0)
+    assert all(off.stage(n).attach == ("root",) for n in ("S", "M", "L"))
+
+
+def test_chains_read_outside_are_not_offered():
+    outs, ins = attention((4,), 16, 16, 8, scores_out=True)     # the scores are an output too
+    s, slices = _schedule(outs, ins)
+    assert slices == [] and s.stage("S").attach == ("root",)
+    _check(s, outs, ins)
+
+
+def test_unbatched_dots_are_not_offered():
+    outs, ins = attention((), 32, 32, 8)
+    _, slices = _schedule(outs, ins)
+    assert slices == []
+
+
+def test_a_chain_across_batches_is_not_offered():
+    """The second dot reads two slices of the first one's output per slice (its own and the
+    first head's): a slice would need the whole tensor, so fusing would recompute it per slice."""
+    H, n = 4, 16
+    A = dsl.placeholder((H, n, n), "float32", name="A")
+    B = dsl.placeholder((H, n, n), "float32", name="B")
+    r = dsl.reduce_axis(n, name="r")
+    S = dsl.compute((H, n, n), lambda h, i, j: dsl.sum(A[h, i, r] * B[h, r, j], axis=r), name="S")
+    T = dsl.compute((H, n, n), lambda h, i, j: S[h, i, j] + S[0, i, j], name="T")
+    r2 = dsl.reduce_axis(n, name="r2")
+    O = dsl.compute((H, n, n), lambda h, i, j: dsl.sum(T[h, i, r2] * B[h, r2, j], axis=r2), name="O")
+    s, slices = _schedule([O], [A, B])
+    assert slices == []
+    _check(s, [O], [A, B])
+
+
+def test_scores_shared_by_two_readers_computed_once_per_slice():
+    outs, ins = attention((2,), 8, 8, 4)
+    s, _ = _schedule(outs, ins, 1)
+    assert s.stage("E").attach[0] == "at"        # E is read by L and by O: one buffer per slice
+    lw = _Lowerer(s)
+    lw.lower("f")
+    assert [iv.ext for iv in lw.planned["E"]] == [1, 8, 8]
+    _check(s, outs, ins)
