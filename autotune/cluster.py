@@ -155,7 +155,7 @@ def measure_on_worker(task: Task, config: dict | None, options: dict, expected_k
     m = _MEASURERS.get(key)
     if m is None:
         m = _MEASURERS[key] = Measurer(task, **options)
-    return m.measure([config])[0]
+    return m.measure([config], screen=False)[0]
 
 
 def _lost_errors() -> tuple:
