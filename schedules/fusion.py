@@ -124,7 +124,8 @@ def absorbed_tile(s: Schedule, st: Stage) -> Stage | None:
 @dataclass(frozen=True)
 class Choice:
     """A fusion decision that a plan may flip: ``kind`` 'inline' (an elementwise stage with
-    several readers, or read many times, recomputed where it is read or materialized once),
+    several readers, or read many times, recomputed where it is read or materialized once; a
+    transpose folded into its readers' indexing or copied once),
     'epilogue' (a dot's elementwise reader computed on its register tile, or in a pass of its
     own) or 'slice' (the stages between two batched dots, such as attention's softmax, computed
     per batch slice inside the second: schedules/rowfusion.py); ``stage`` the stage's position in topological order; ``default`` what default fusion
@@ -173,7 +174,9 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
         rs = readers[st.name]
         shared = len(rs) > 1 or any(_reuse(st, r) > 1 for r in rs)
         inline = cheap or not shared
-        if shared and rs:       # recompute or materialize: a real trade-off a plan may flip
+        if shared and rs:
+            # recompute or materialize: a real trade-off a plan may flip (a transpose read many
+            # times: folded into its readers' indexing, or copied once into its own layout)
             c = Choice("inline", position[st.name], int(inline))
             choices.append(c)
             inline = bool(plan.get(c.knob, c.default))
