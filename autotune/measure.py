@@ -151,7 +151,7 @@ class Measurer:
         self.expected = self._save("ref", outs)
         self.out_specs = [[list(t.shape), t.dtype.name] for t in task.graph.outputs]
         # the one tolerance policy, per output (its dtype and magnitude), as `hlotune run --check`
-        tols = [tolerance(o.dtype, scale_of(o)) for o in outs]
+        tols = task.tolerances(ins, outs, [tolerance(o.dtype, scale_of(o)) for o in outs])
         self.rtol, self.atol = [r for r, _ in tols], [a for _, a in tols]
 
     def _save(self, prefix: str, arrays) -> list[str]:

@@ -5,8 +5,9 @@ the second dot or materialized whole) are knobs of a segment-level task, and eac
 measured end to end: the whole segment compiled with that fusion, every kernel of it with the
 best config the database holds for its workload (or its default schedule).
 
-Plans are searched greedily from the default plan, one decision flipped at a time (a flip is
-kept when the segment runs at least ``GAIN`` faster); then the default plan and the best one
+Plans are searched greedily from the default plan, one decision flipped at a time (slice
+fusions first, then epilogues, then inlining; a flip is kept when the segment runs at least
+``GAIN`` faster); then the default plan and the best one
 are re-timed as any task's finalists (autotune/winners.py). Plans are trials of the segment's
 workload (family ``fusion``), keyed apart from any kernel's, so they are stored, resumed,
 exported and reported like kernels' configs.
@@ -29,6 +30,10 @@ log = logging.getLogger(__name__)
 
 #: a flipped decision is kept when the segment gets at least this much faster
 GAIN = 0.03
+#: the greedy search flips the decisions that move the most memory first
+ORDER = {"slice": 0, "epilogue": 1, "inline": 2}
+#: a plan's answer tolerance never passes this share of the output's magnitude (see tolerances)
+PLAN_TOL_MAX = 1e-3
 
 
 def plan_key(g: Graph) -> str:
@@ -58,6 +63,31 @@ class PlanTask(Task):
         """The segment fused by plan ``config`` (None: the default plan), each kernel with its
         stored config or its default schedule."""
         return plan_schedule(self.graph, self.target, config or {}, self.configs.get)
+
+    def tolerances(self, inputs, expected, tols: list) -> list:
+        """A plan composes a segment's kernels (a transformer layer: seven dots, two norms), whose
+        fp32 rounding compounds past the one policy's tolerance for a single kernel although
+        each kernel passed its own gate. A plan's answer therefore passes where the policy says
+        or where it is within twice the default plan's own error (per output), up to
+        ``PLAN_TOL_MAX`` of the output's magnitude: a plan must be as accurate as the default
+        fusion, not more."""
+        import numpy as np
+
+        from ..dsl.reference import abs_error
+        from ..dsl.tolerance import scale_of
+        from ..runtime.build import build
+        got = build(self.schedule(None), self.target, "plan_default")(*inputs)
+        got = got if isinstance(got, (tuple, list)) else (got,)
+        out = []
+        for (rt, at), g, w in zip(tols, got, expected):
+            err = float(np.max(abs_error(g, w))) if np.size(w) else 0.0
+            cap = PLAN_TOL_MAX * scale_of(w)
+            if err > cap:
+                log.warning("%s: the default plan is off its reference by %.3g (more than %.3g); plans keep "
+                            "the one policy's tolerance", self.description, err, cap)
+                err = 0.0
+            out.append((rt, max(at, 2 * err)))
+        return out
 
     @property
     def description(self) -> str:
@@ -145,7 +175,7 @@ def search_plans(run, task: PlanTask, budget: int) -> int:
         return t.median if t is not None and t.ok else None
 
     best_plan, best = {}, timed({})
-    for c in task.choices:
+    for c in sorted(task.choices, key=lambda c: ORDER.get(c.kind, len(ORDER))):
         if best is None or spent >= budget:
             break
         trial = {**best_plan, c.knob: 1 - best_plan.get(c.knob, c.default)}

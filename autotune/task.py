@@ -64,6 +64,11 @@ class Task:
         fuse(s, self.hardware)
         return self.template.space(self.stage(s), self.hardware)
 
+    def tolerances(self, inputs, expected, tols: list) -> list:
+        """``(rtol, atol)`` per output for answers to ``inputs`` (``expected``: the reference's):
+        the one policy's ``tols`` for a kernel."""
+        return tols
+
     def register(self, db) -> None:
         """Record this task's workload, target and knob space (to check imported configs
         against) in ``db``; a format-1 entry of the same workload is re-keyed to it first."""

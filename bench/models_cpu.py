@@ -88,6 +88,7 @@ def main(argv=None):
     ap.add_argument("--only", nargs="*", help="layer names (default: all)")
     ap.add_argument("--busy", action="store_true", help="time again with one competing busy process")
     ap.add_argument("--db", help="tuning database (default: a fresh temporary one)")
+    ap.add_argument("--suffix", default="", help="results/models_cpu{SUFFIX} and fusion_cpu{SUFFIX}")
     args = ap.parse_args(argv)
     db_path = args.db or str(Path(tempfile.mkdtemp()) / "models.db")
     env = environment({"trials_per_task": args.trials_per_task})
@@ -114,8 +115,9 @@ def main(argv=None):
             tuned = hlotune.compile(m, target="cpu", db=db_path)
             contenders["hlotune tuned"] = lambda f=tuned, p=params: f(*p)
             # the same tuned kernels with every segment fused by the default plan (issue 13's ablation)
-            from hlotune.api import CompiledModule, _db
             from hlotune.autotune.task import tuned_schedule_fn
+
+            from hlotune.api import CompiledModule, _db
             t = get_target("cpu")
             nofuse = CompiledModule(m, t, tuned_schedule_fn(_db(db_path, create=False), t, plans=False))
             contenders["hlotune tuned, default fusion"] = lambda f=nofuse, p=params: f(*p)
@@ -177,7 +179,7 @@ def main(argv=None):
              "contender; every answer matched JAX's (max error < 1e-4 of max |ref|) before timing. Batch 1, fp32; "
              "XLA:CPU and hlotune use all cores. jax_op: the layer inside jax.jit as hlotune's XLA FFI custom call "
              "(hlotune.jax_op, the tuned kernels when tuned) against plain jax.jit.")
-    write_results("models_cpu", rows, md, env, notes)
+    write_results("models_cpu" + args.suffix, rows, md, env, notes)
     print(md)
     if fusion_rows:
         write_fusion(fusion_rows, env, args)
@@ -215,8 +217,8 @@ def write_fusion(fusion_rows: list[dict], env: dict, args) -> None:
              f"columns use the same tuning database ({args.trials_per_task} trials per task, a quarter of them "
              "at most spent on fusion plans, autotune/plans.py) and the same tuned kernels; the second compiles "
              "every segment with its stored plan, the first with the default fusion. Timed interleaved with "
-             "the other contenders of results/models_cpu.md.")
-    write_results("fusion_cpu", fusion_rows, md, env, notes)
+             f"the other contenders of results/models_cpu{args.suffix}.md.")
+    write_results("fusion_cpu" + args.suffix, fusion_rows, md, env, notes)
     print(md)
     print(notes)
 

@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-
 #: a warm call at least this long sizes the repeats by itself (no calibrating round)
 SURE_S = 1e-3
 

@@ -115,3 +115,26 @@ def test_cli_remeasure_and_the_fusion_view(tmp_path, capsys):
     pytest.importorskip("matplotlib")
     assert main(["report", "--db", db, "--view", "fusion", "--plot", str(tmp_path / "f.png")]) == 0
     assert (tmp_path / "f.png").stat().st_size > 1000
+
+
+def test_plan_answers_are_held_to_the_default_plans_accuracy():
+    """A plan's answer gate: the one policy's tolerance, widened per output to twice the
+    default plan's own error (a segment of many kernels compounds fp32 rounding), never past
+    PLAN_TOL_MAX of the output's magnitude."""
+    from autotune_fixtures import matmul_tanh
+    from hlotune.autotune.plans import PLAN_TOL_MAX, PlanTask
+    from hlotune.dsl.reference import evaluate
+    from hlotune.dsl.tolerance import scale_of, tolerance
+    outs, ins = matmul_tanh()
+    task = PlanTask(Graph(outs, ins), CPU)
+    arrays = task.random_inputs(0)
+    want = evaluate(task.graph, arrays)
+    policy = [tolerance(w.dtype, scale_of(w)) for w in want]
+    exact = task.tolerances(arrays, want, policy)
+    assert [rt for rt, _ in exact] == [rt for rt, _ in policy]
+    assert all(at >= p for (_, at), (_, p) in zip(exact, policy))
+    for delta, widened in ((20 * policy[0][1], True), (10 * PLAN_TOL_MAX * scale_of(want[0]), False)):
+        off = [w.copy() for w in want]
+        off[0].flat[3] += delta          # as if the default plan were this far off the reference
+        (_, at), = task.tolerances(arrays, off, policy)
+        assert (at >= 2 * delta * 0.99) if widened else at == policy[0][1]

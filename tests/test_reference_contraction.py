@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hlotune.dsl import reference
+from hlotune.dsl.errors import DSLError
+from hlotune.dsl.reference import evaluate
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hlotune import dsl
-from hlotune.dsl import reference
-from hlotune.dsl.errors import DSLError
-from hlotune.dsl.reference import evaluate
 
 SIZES = st.sampled_from([1, 2, 3, 5, 8, 13])
 

@@ -9,17 +9,17 @@ several-reader ``compute_at``)."""
 from __future__ import annotations
 
 from _checks import MATMUL_F32, as_tuple, assert_close, random_inputs
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-import hlotune
-from hlotune import dsl
 from hlotune.dsl.reference import evaluate
 from hlotune.dsl.tensor import Graph
 from hlotune.runtime.targets import get_target
 from hlotune.schedules.fusion import fuse, stage_default
 from hlotune.schedules.lower import _Lowerer
 from hlotune.schedules.schedule import Schedule
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hlotune
+from hlotune import dsl
 
 HW = get_target("cpu").hardware
 SIZES = st.sampled_from([1, 2, 3, 5, 8, 13, 16, 31])
@@ -170,7 +170,7 @@ def layer_norm(rows, cols, rms=False):
 def test_norms_as_one_kernel_match_the_reference(rows, cols, rms):
     outs, ins = layer_norm(rows, cols, rms)
     for value in (1, 0):
-        s, slices = _schedule(outs, ins, value)
+        s, _ = _schedule(outs, ins, value)
         _check(s, outs, ins)
 
 
