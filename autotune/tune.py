@@ -188,7 +188,9 @@ class _Run:
             # 3. fusion plans, measured end to end with the kernels' best configs
             for k, p in enumerate(self.plans):
                 self.results[p.key] = TaskResult(p)
-                plan_budget -= search_plans(self, p, plan_budget // (len(self.plans) - k))
+                share = plan_budget // (len(self.plans) - k)
+                if share > 0:
+                    plan_budget -= search_plans(self, p, share)
             if plan_budget > 0:     # what the plans left goes back to the kernels
                 self._search(plan_budget)
             # 4. noise-aware winners: each task's finalists and default re-timed, interleaved
@@ -203,7 +205,8 @@ class _Run:
                 m.close()
             if self.client is not None and self.client is not o.dask:   # a client made here from an address
                 self.client.close()
-        done = [*tasks, *(p for p in self.plans if p.key in self.results)]
+        # plans that no trial of this run or an earlier one measured are not reported
+        done = [*tasks, *(p for p in self.plans if p.key in self.results and db.top_k(p.key, target.key, 1))]
         for task in done:
             _summarize(db, task, target, self.results[task.key])
         return [self.results[t.key] for t in done]
