@@ -174,6 +174,11 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
         rs = readers[st.name]
         shared = len(rs) > 1 or any(_reuse(st, r) > 1 for r in rs)
         inline = cheap or not shared
+        if epilogues and cheap and shared and epilogue_of(st.op) is not None:
+            # a cheap activation between two dots (a ReLU): on the first dot's register tile it
+            # costs nothing, inlined into the second dot's operand it runs at every reuse (in
+            # every pack of that operand), so it stays the first dot's epilogue
+            inline = False
         if shared and rs:
             # recompute or materialize: a real trade-off a plan may flip (a transpose read many
             # times: folded into its readers' indexing, or copied once into its own layout)

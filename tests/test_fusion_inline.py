@@ -81,3 +81,19 @@ def test_tree_size_bound_keeps_huge_bodies_materialized(monkeypatch):
     monkeypatch.setattr(fusion, "INLINE_TREE_MAX", 8)     # Y's printed body would count 16 nodes
     s = _matches(_shared())
     assert s.stage("E").attach != ("inline",)
+
+
+def test_a_cheap_activation_between_two_dots_is_the_first_dots_epilogue():
+    """``relu(A @ W1) @ W2``: inlined into the second dot's operand the ReLU would run at every
+    reuse of that operand (in every pack of it); it stays materialized, computed on the first
+    dot's register tile, and the answer matches."""
+    A = dsl.placeholder((32, 24), "float32", name="A")
+    W1 = dsl.placeholder((24, 40), "float32", name="W1")
+    W2 = dsl.placeholder((40, 16), "float32", name="W2")
+    k1, k2 = dsl.reduce_axis(24, name="k1"), dsl.reduce_axis(40, name="k2")
+    H = dsl.compute((32, 40), lambda i, j: dsl.sum(A[i, k1] * W1[k1, j], axis=k1), name="H")
+    R = dsl.compute((32, 40), lambda i, j: dsl.max(H[i, j], 0.0), name="R")
+    Y = dsl.compute((32, 16), lambda i, j: dsl.sum(R[i, k2] * W2[k2, j], axis=k2), name="Y")
+    s = _matches([Y])
+    assert s.stage("R").attach == ("root",)
+    assert absorbed_tile(s, s.stage("R")) is s.stage("H")
