@@ -143,7 +143,10 @@ class BayesTuner(Tuner):
 
     Each config is a feature vector: a numeric knob is ``log2(value + 1)`` (tile sizes and
     counts matter by ratio, flags stay 0/1), a categorical knob one column per value, each
-    scaled to [0, 1]; knobs with one value are left out. The candidates are every untried
+    scaled to [0, 1]; knobs with one value are left out; then the template's derived features
+    (``Space.derived``: register use, edge waste, thread balance of the gemm template), which
+    measured on the dot and conv spaces of bench/tuner_efficiency.py halve the trials to a good
+    config. The candidates are every untried
     point (of the ``allowed`` catalog, or of the space when it has at most ``MAX_ENUMERATE``
     points; else a random sample plus the one-knob neighbours of the best configs), so a
     proposal is always a real, untried point. The first ``n_initial_points`` are a
@@ -206,9 +209,12 @@ class BayesTuner(Tuner):
     def features(self, configs: list[dict]) -> np.ndarray:
         if not hasattr(self, "_cols"):
             self._cols = [(k.name, {v: i for i, v in enumerate(k.values)}, self._columns(k)) for k in self.knobs]
-        if not self._cols:
+        parts = [cols[[pos[c[name]] for c in configs]] for name, pos, cols in self._cols]
+        if self.space.derived is not None and configs:
+            parts.append(np.asarray([self.space.derived(c) for c in configs], dtype=float))
+        if not parts:
             return np.zeros((len(configs), 1))
-        return np.hstack([cols[[pos[c[name]] for c in configs]] for name, pos, cols in self._cols])
+        return np.hstack(parts)
 
     def _candidates(self, taken: list[dict]) -> list[dict]:
         skip = {_ck(c) for c in taken}

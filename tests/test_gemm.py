@@ -73,7 +73,10 @@ def run_config(out, data, hw):
     fuse_default(s)
     stage = s.stage(out)
     t = TEMPLATES[classify(stage)]
-    cfg = draw_config(data, t.space(stage, hw))
+    space = t.space(stage, hw)
+    cfg = draw_config(data, space)
+    feats = space.derived(cfg)      # what the tuner's cost model sees beside the knobs
+    assert len(feats) == 6 and all(0.0 <= v <= 1.0 for v in feats), (cfg, feats)
     try:
         t.apply(s, stage, cfg, hw)
         f = hlotune.build(s)

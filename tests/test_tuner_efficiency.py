@@ -88,3 +88,39 @@ def test_bayes_keeps_proposing_configs_that_run_where_most_break_rules():
     bayes = statistics.median(wasted("bayes", s) for s in range(4))
     rand = statistics.median(wasted("random", s) for s in range(4))
     assert bayes <= 0.7 * rand, (bayes, rand)
+
+
+def test_derived_features_let_bayes_find_a_product_optimum_sooner():
+    """A cost that depends on a product of knobs (a tile's area against a register file, as the
+    gemm template's): told the product as a derived feature (``Space.derived``), bayes needs
+    fewer trials than from the knobs alone, which leave its model a diagonal valley to learn
+    (measured, seeds 0..5: 28 against 34 trials, random 106)."""
+    knobs = SPACE.knobs[:4]
+
+    def area_cost(c):
+        a = math.log2(c["tile_m"] * c["tile_n"])
+        return (0.2 * (a - 8) ** 2 + 0.05 * (math.log2(c["unroll"]) - 2) ** 2
+                + (0.0 if c["order"] == "nm" else 0.2) + 0.01 * abs(math.log2(c["tile_m"]) - 3))
+
+    def trials(space, seed):
+        table = {json.dumps(c, sort_keys=True): area_cost(c) for c in space.all_configs()}
+        best = min(table.values())
+        t = get_tuner("bayes", space, seed)
+        for k in range(0, 64, 4):
+            cs = t.ask(4)
+            ys = [table[json.dumps(c, sort_keys=True)] for c in cs]
+            t.tell(cs, ys)
+            hit = next((k + i + 1 for i, y in enumerate(ys) if y <= best + math.log(1.05)), None)
+            if hit is not None:
+                return hit
+        return math.inf
+
+    with_area = Space(knobs, derived=lambda c: (math.log2(c["tile_m"] * c["tile_n"]) / 14,))
+    assert with_area == Space(knobs)        # derived features take no part in a space's identity
+    # a column per numeric knob, one per value of a categorical one, then the derived ones
+    assert get_tuner("bayes", Space(knobs), 0).features([with_area.default()]).shape == (1, 5)
+    f = get_tuner("bayes", with_area, 0).features([with_area.default()])
+    assert f.shape == (1, 6) and f[0, -1] == 0.0
+    derived = statistics.median(trials(with_area, s) for s in range(6))
+    plain = statistics.median(trials(Space(knobs), s) for s in range(6))
+    assert derived < plain and derived <= 32, (derived, plain)

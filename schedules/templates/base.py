@@ -10,7 +10,8 @@ anything is compiled.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from ...dsl.errors import ConfigError
 from ..hardware import GENERIC, Hardware
@@ -31,9 +32,13 @@ class Knob:
 
 @dataclass(frozen=True)
 class Space:
-    """The knobs of one task."""
+    """The knobs of one task. ``derived`` (optional, from the template): config -> a tuple of
+    numbers in about [0, 1] that the template derives from a config and the workload (register
+    use, tile waste at the edges, balance across threads), which a cost model sees next to the
+    knobs themselves; it takes no part in equality."""
 
     knobs: tuple[Knob, ...]
+    derived: Callable[[dict], tuple] | None = field(default=None, compare=False, repr=False)
 
     @property
     def names(self) -> list[str]:
@@ -111,7 +116,12 @@ class Template:
     def space(self, st: Stage, hw: Hardware | int = 1) -> Space:
         """The knobs of stage ``st`` on machine ``hw`` (a Hardware, or a thread count for the
         generic machine)."""
-        return Space(tuple(self.knobs(st, as_hardware(hw))))
+        hw = as_hardware(hw)
+        return Space(tuple(self.knobs(st, hw)), derived=self.derived(st, hw))
+
+    def derived(self, st: Stage, hw: Hardware) -> Callable[[dict], tuple] | None:
+        """The space's derived features (see ``Space``); None: the knobs alone."""
+        return None
 
     def knobs(self, st: Stage, hw: Hardware) -> list[Knob]:
         raise NotImplementedError

@@ -21,6 +21,7 @@ The renderer turns the tile's loop nest into vector registers and multiply-adds
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ...dsl.expr import walk
 from ...dsl.ops import Op
@@ -98,6 +99,45 @@ def _blocks(n: int, nb: int) -> int:
     return max(1, -(-n // max(1, nb)))
 
 
+@dataclass(frozen=True)
+class GemmFeatures:
+    """What a config of the gemm template means on its workload, as numbers in [0, 1] for the
+    tuner's cost model (``Space.derived``): the knobs alone leave a model to learn products and
+    remainders (``mr`` x vectors against the register file, tiles that overhang the output, work
+    split across threads) from a few dozen points. ``x``/``y``: output rows and columns,
+    ``batch``: the product of the leading axes, ``lanes``: vector lanes, ``regs``: vector
+    registers, ``threads``: the machine's threads."""
+
+    x: int
+    y: int
+    batch: int
+    lanes: int
+    regs: int
+    threads: int
+
+    def __call__(self, c: dict) -> tuple[float, ...]:
+        nv = -(-c["nr"] // self.lanes)
+        budget = max(self.regs - 3, 1)
+        use = c["mr"] * nv / budget
+        xo, yo = -(-self.x // c["mr"]), -(-self.y // c["nr"])
+        # the parallel loop as the template builds it: batch axes, then its cache blocks
+        yc = -(-yo // _blocks(yo, c["nb"]))
+        xc = -(-xo // _blocks(xo, c["mb"])) if self.x > 1 else 1
+        blocks = [yc, xc] if c["order"] == "nm" else [xc, yc]
+        chunks = 1
+        if c["parallel"] and self.threads > 1:
+            lead = [self.batch] + blocks[: c["parallel"]]
+            chunks = lead[0]
+            for v in lead[1:]:
+                if c["parallel"] == 1 and chunks >= self.threads:
+                    break
+                chunks *= v
+        balance = chunks / (math.ceil(chunks / self.threads) * self.threads) if chunks > 1 else 1 / self.threads
+        intensity = 2 * c["mr"] * nv / (c["mr"] + nv)     # multiply-adds per register loaded
+        return (min(use, 1.5) / 1.5, float(use <= 1), self.x / (xo * c["mr"]), self.y / (yo * c["nr"]),
+                balance, math.log2(1 + intensity) / math.log2(1 + 2 * budget))
+
+
 class Gemm(Template):
     """Dots (and, as ``GemmConv``, convolutions) on the CPU; see the module docstring."""
 
@@ -128,6 +168,13 @@ class Gemm(Template):
                 Knob("pack_b", (0, 1) if bs and all(p for _, _, p in bs) else (0,)),
                 Knob("unroll_k", tuple(u for u in (1, 2, 4, 8) if k % u == 0)),
                 Knob("parallel", par)]
+
+    def derived(self, st: Stage, hw: Hardware) -> GemmFeatures:
+        op = tile_op(st)
+        d = list(op.axis)
+        return GemmFeatures(d[-2].extent if len(d) >= 2 else 1, d[-1].extent,
+                            math.prod(v.extent for v in d[:-2]), hw.lanes(op.body[0].dtype.itemsize),
+                            hw.vector_regs, hw.threads)
 
     # ------------------------------------------------------------------ default
     def default_config(self, st: Stage, hw: Hardware) -> dict:
@@ -254,4 +301,4 @@ def _round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-__all__ = ["streams_across", "Gemm", "GemmConv", "operands", "panel", "tile_op"]
+__all__ = ["streams_across", "Gemm", "GemmFeatures", "GemmConv", "operands", "panel", "tile_op"]
