@@ -173,7 +173,7 @@ class BayesTuner(Tuner):
     N_SAMPLE = 2048
 
     def __init__(self, space, seed=0, base_estimator: str = "GP", acq_func: str = "EI",
-                 n_initial_points: int = 6, xi: float = 0.01, kappa: float = 1.96):
+                 n_initial_points: int = 10, xi: float = 0.01, kappa: float = 1.96):
         super().__init__(space, seed)
         try:
             import sklearn  # noqa: F401  (a dependency of scikit-optimize)
