@@ -14,7 +14,7 @@ from _fuzz import Fuzzer, corpus, mutate
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-BUDGET_S = 30.0   # the 6,000-case run off CI: bench/fuzz_modules.py
+BUDGET_S = 20.0   # the 6,000-case run off CI: bench/fuzz_modules.py
 FILES = corpus()
 
 
