@@ -174,10 +174,12 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
         rs = readers[st.name]
         shared = len(rs) > 1 or any(_reuse(st, r) > 1 for r in rs)
         inline = cheap or not shared
-        if epilogues and cheap and shared and epilogue_of(st.op) is not None:
+        if epilogues and cheap and epilogue_of(st.op) is not None and any(_reuse(st, r) > 1 for r in rs):
             # a cheap activation between two dots (a ReLU): on the first dot's register tile it
             # costs nothing, inlined into the second dot's operand it runs at every reuse (in
-            # every pack of that operand), so it stays the first dot's epilogue
+            # every pack of that operand), so it stays the first dot's epilogue. Not a stage
+            # that is shared only by being read by several elementwise stages (GELU's scaled
+            # input, read by every term of its erfc): inlined, it runs once per element
             inline = False
         if shared and rs:
             # recompute or materialize: a real trade-off a plan may flip (a transpose read many

@@ -97,3 +97,26 @@ def test_a_cheap_activation_between_two_dots_is_the_first_dots_epilogue():
     s = _matches([Y])
     assert s.stage("R").attach == ("root",)
     assert absorbed_tile(s, s.stage("R")) is s.stage("H")
+
+
+def test_a_cheap_input_shared_only_by_an_activations_terms_is_inlined(monkeypatch):
+    """Exact GELU between two dots (BERT's FFN): its cheap scaled input ``-x/sqrt(2)`` is read
+    by every term of the erfc, not by the second dot. It is inlined (computed once per element
+    by the activation on the first dot's tile), not materialized as a pass of its own, as the
+    ReLU rule above would do to a stage read by a dot, even where the activation's printed
+    body is too large for ``_inline_shared_once`` (the erfc's is, in XLA's expansion)."""
+    from hlotune.schedules import fusion
+    monkeypatch.setattr(fusion, "INLINE_TREE_MAX", 8)
+    A = dsl.placeholder((32, 24), "float32", name="A")
+    W1 = dsl.placeholder((24, 40), "float32", name="W1")
+    W2 = dsl.placeholder((40, 16), "float32", name="W2")
+    k1, k2 = dsl.reduce_axis(24, name="k1"), dsl.reduce_axis(40, name="k2")
+    D = dsl.compute((32, 40), lambda i, j: dsl.sum(A[i, k1] * W1[k1, j], axis=k1), name="D")
+    S = dsl.compute((32, 40), lambda i, j: -D[i, j] * 0.7071067690849304, name="S")
+    T = dsl.compute((32, 40), lambda i, j: dsl.exp(-S[i, j] * S[i, j]), name="T")
+    U = dsl.compute((32, 40), lambda i, j: dsl.select(S[i, j] < 0.0, 2.0 - T[i, j], T[i, j]), name="U")
+    G = dsl.compute((32, 40), lambda i, j: D[i, j] * 0.5 * U[i, j], name="G")
+    Y = dsl.compute((32, 16), lambda i, j: dsl.sum(G[i, k2] * W2[k2, j], axis=k2), name="Y")
+    s = _matches([Y])
+    assert s.stage("S").attach == ("inline",) and s.stage("T").attach == ("inline",)
+    assert absorbed_tile(s, s.stage("G")) is s.stage("D")
