@@ -141,9 +141,12 @@ def test_micro_kernel_is_emitted_for_each_isa_width():
     t.apply(s, s.stage(out), cfg, 2)
     fn = s.lower()
     for vb, lanes in ((64, 16), (32, 8), (16, 4)):
-        src = CRenderer(Hardware(vector_bytes=vb, vector_regs=32)).render(fn)
+        src = CRenderer(Hardware(arch="x86_64", vector_bytes=vb, vector_regs=32)).render(fn)
         assert f"hl_f32x{lanes} hl_acc0" in src
         assert src.count("hl_acc") and f"hl_acc{2 * 32 // lanes - 1} " in src
+        # gcc's own vectorizer uses the same width as the micro-kernel (it prefers 256 bits on Xeons)
+        assert ('prefer-vector-width=512' in src) == (vb == 64)
+    assert "prefer-vector-width" not in CRenderer(Hardware(arch="aarch64", vector_bytes=64)).render(fn)
 
 
 def test_bench_packed_schedule_is_a_point_of_the_dot_space():
