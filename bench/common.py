@@ -88,14 +88,23 @@ def time_call(fn: Callable[[], object], min_ms: float = 50.0) -> tuple[float, in
         n = max(n * 2, int(n * (min_ms / 1e3) / max(dt, 1e-9) * 1.2))
 
 
+#: seconds of quiet before each contender's timing: a thread pool keeps spinning after its last
+#: call (OpenBLAS's for about 0.1 s), on the cores the next contender needs. Measured here:
+#: XLA's matmul 1024 took 7.9 ms right after numpy's and 5.7 ms after 0.3 s of quiet.
+SETTLE_S = 0.3
+
+
 def interleaved(contenders: dict[str, Callable[[], object]], repeats: int = 10,
-                min_ms: float = 50.0) -> dict[str, list[float]]:
-    """Time each contender ``repeats`` times, alternating A B A B; returns seconds per call."""
+                min_ms: float = 50.0, settle_s: float = SETTLE_S) -> dict[str, list[float]]:
+    """Time each contender ``repeats`` times, alternating A B A B, each after ``settle_s`` of
+    quiet and one untimed call; returns seconds per call."""
     for fn in contenders.values():
         fn()  # warm up
     out: dict[str, list[float]] = {k: [] for k in contenders}
     for _ in range(repeats):
         for name, fn in contenders.items():
+            time.sleep(settle_s)
+            fn()
             out[name].append(time_call(fn, min_ms)[0])
     return out
 

@@ -109,7 +109,7 @@ def main(argv=None):
                       f"{flops / min(ts) / 1e9:.1f}", f"{statistics.median(rat):.2f}"])
     md = md_table(["contender", "GFLOPS (median)", "GFLOPS (min)", "GFLOPS (max)",
                    "speed vs numpy (median of per-pair ratios)"], table)
-    notes = (f"fp32 {n}x{n}x{n}, {args.repeats} interleaved repeats of >= 50 ms each; every contender's "
+    notes = (f"fp32 {n}x{n}x{n}, {args.repeats} interleaved repeats of >= 50 ms each, each after 0.3 s of quiet (OpenBLAS's threads spin on after a call); every contender's "
              "answer checked against numpy (rtol 1e-4, atol 1e-3) before timing. "
              "`tiled`: 8x64 accumulator tile (cache_write) computed at the tile loop, k outermost in the tile, "
              "rows unrolled, 64 columns vectorized, fused tile loops parallel. `packed`: BLIS's loops (bench/matmul_cpu.py "

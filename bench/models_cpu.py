@@ -174,7 +174,7 @@ def main(argv=None):
         md += f"\n\nKernel time of `{lname}` by kind (each task timed alone, ms)\n\n"
         md += md_table(["kind", "default", "tuned"], krow)
     notes = (f"Time ratios are hlotune's time over XLA's (< 1: hlotune faster), median of per-pair ratios over "
-             f"{args.repeats} interleaved repeats of >= 50 ms. Tuned: `hlotune.tune` with "
+             f"{args.repeats} interleaved repeats of >= 50 ms, each after 0.3 s of quiet (other thread pools stop spinning). Tuned: `hlotune.tune` with "
              f"{args.trials_per_task} trials per task (bayes, seed 0). Inputs are the same arrays for every "
              "contender; every answer matched JAX's (max error < 1e-4 of max |ref|) before timing. Batch 1, fp32; "
              "XLA:CPU and hlotune use all cores. jax_op: the layer inside jax.jit as hlotune's XLA FFI custom call "

@@ -78,7 +78,7 @@ def main(argv=None):
              f"{sum(r.trials for r in res)} trials recorded over {len(res)} task(s), failures {fails or 'none'}. "
              f"Best config: `{best_cfg}` (`{{}}` is the default schedule: no candidate beat it).\n\nBest-so-far (us) every 8 trials: "
              + ", ".join(f"{v:.0f}" for v in conv.best_so_far_us.iloc[7::8]) +
-             f"\n\n{args.repeats} interleaved repeats of >= 50 ms each; every answer checked against the npz "
+             f"\n\n{args.repeats} interleaved repeats of >= 50 ms each, each after 0.3 s of quiet (OpenBLAS's threads spin on after a call); every answer checked against the npz "
              "(rtol 1e-4, atol 1e-5 x max|ref|) before timing. numpy and XLA use all cores, as hlotune's OpenMP.")
     write_results("tune_matmul_cpu", rows, md, env, notes)
     print(md)
