@@ -83,7 +83,7 @@ def main(argv=None):
              f"hlotune: default fusion and loop schedules (no tuning), the whole module from NAME.hlo, called "
              f"from Python (its per-call overhead is included, as is XLA's through its executable). XLA:CPU: "
              f"the same module compiled from NAME.stablehlo.mlir by jaxlib. {args.repeats} interleaved "
-             "repeats of >= 50 ms each; both answers checked against the npz outputs first.")
+             "repeats of >= 50 ms each, each after 0.3 s of quiet; both answers checked against the npz outputs first.")
     write_results("corpus_cpu", rows, md, env, notes)
     print(md)
     print(f"geometric mean speed vs XLA: {geo:.3f}")
