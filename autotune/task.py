@@ -173,7 +173,39 @@ def _graph_key(g: Graph, opcode) -> tuple:
 
 
 def _hash(key: tuple) -> str:
-    return hashlib.sha256(repr(key).encode()).hexdigest()[:20]
+    """The first 20 hex digits of the SHA-256 of ``repr(key)``, the stored key format. That
+    text is the key's tree written out: where an inlined stage is read many times (an erfc
+    polynomial, a layer's residual chain) it runs to tens of MB and seconds, and fusion plans
+    ask for the same stage graphs' keys again and again. So the answer is kept per digest of
+    the key's DAG (shared sub-tuples digested once): the text is written out once per
+    distinct workload in a process."""
+    fp = _dag_digest(key, {})
+    out = _KEYS.get(fp)
+    if out is None:
+        out = hashlib.sha256(repr(key).encode()).hexdigest()[:20]
+        if len(_KEYS) >= _KEYS_MAX:
+            _KEYS.pop(next(iter(_KEYS)))
+        _KEYS[fp] = out
+    return out
+
+
+#: DAG digest of a structural key -> its stored key (oldest dropped first beyond _KEYS_MAX)
+_KEYS: dict[bytes, str] = {}
+_KEYS_MAX = 4096
+
+
+def _dag_digest(x, memo: dict) -> bytes:
+    """A digest of nested tuples ``x`` with each shared sub-tuple digested once (by identity
+    while ``x`` is alive); leaves by their ``repr``, with their type."""
+    if not isinstance(x, tuple):
+        return hashlib.blake2b(f"{type(x).__name__}:{x!r}".encode(), digest_size=16).digest()
+    d = memo.get(id(x))
+    if d is None:
+        h = hashlib.blake2b(b"(", digest_size=16)
+        for c in x:
+            h.update(_dag_digest(c, memo))
+        d = memo[id(x)] = h.digest()
+    return d
 
 
 def stage_graph(s: Schedule, st: Stage) -> Graph:

@@ -223,3 +223,28 @@ if __name__ == "__main__":
     if sys.argv[1:] != ["--regenerate"]:
         sys.exit(f"usage: {REGENERATE}")
     regenerate()
+
+
+def test_a_deeply_shared_expression_is_keyed_fast_and_as_before():
+    """A chain where each stage reads the one before twice: the key's text doubles
+    with every stage (2^16 leaves here), as in an erfc polynomial or a layer's residual chain.
+    The stored key is still the SHA-256 of that text, but it is written out once per distinct
+    workload in a process (fusion plans ask for the same stage graphs' keys for every plan)."""
+    import hashlib
+    import time
+
+    from hlotune.autotune.task import _graph_key, _hash
+    X = dsl.placeholder((8,), "float32", name="X")
+
+    def square_plus_one(p, k):
+        return dsl.compute((8,), lambda i: p[i] * p[i] + 1.0, name=f"S{k}")
+    t = X
+    for k in range(16):
+        t = square_plus_one(t, k)
+    g = Graph([t], [X])
+    key = _graph_key(g, None)
+    assert _hash(key) == hashlib.sha256(repr(key).encode()).hexdigest()[:20]
+    t0 = time.perf_counter()
+    for _ in range(50):
+        assert workload_key(Graph([t], [X])) == _hash(key)
+    assert time.perf_counter() - t0 < 1.0     # 50 keys; writing the text out once takes about 1 s
