@@ -150,7 +150,7 @@ def main(argv=None):
             line += [f"{tune_s:.0f}", f"{trials} / {ntasks}"]
         table.append(line)
         if trials:
-            fusion_rows.append(_fusion_row(name, times, db_path, m.name))
+            fusion_rows.append(_fusion_row(name, times, db_path, m))
         if busy:
             slow = [name] + [f"{statistics.median(busy[k]) / statistics.median(times[k]):.2f}" for k in contenders]
             busy_table.append(slow)
@@ -185,11 +185,16 @@ def main(argv=None):
         write_fusion(fusion_rows, env, args)
 
 
-def _fusion_row(name: str, times: dict, db_path: str, module: str) -> dict:
+def _fusion_row(name: str, times: dict, db_path: str, m) -> dict:
     """One layer's fusion ablation: tuned with measured plans over tuned with default fusion, and
-    the plans the database chose (non-default winners of the report's fusion view)."""
+    the plans the database chose (non-default winners of the report's fusion view) for the
+    segments of module ``m``."""
+    from hlotune.autotune.plans import segment_plans
+    from hlotune.runtime.targets import get_target
     plans, default = times["hlotune tuned"], times["hlotune tuned, default fusion"]
     fv = hlotune.report(db_path).fusion()
+    # this layer's segments only (the database holds every layer tuned so far)
+    fv = fv[fv.workload.isin({p.key for p in segment_plans(list(m.outputs), list(m.params), get_target("cpu"))})]
     chosen = []
     if len(fv):
         for _, grp in fv.groupby("workload"):
