@@ -30,7 +30,8 @@ VIEWS = {
     "convergence": "the best time so far after each measured trial, per task, target and tuner",
     "trials": "every trial in the order it finished: tuner, config, median time or failure",
     "fusion": "each compute segment's fusion plans measured end to end: the decisions each plan flips "
-              "from the default fusion, its time, and its speed-up over the default plan",
+              "from the default fusion, its time, and its speed-up over the default plan; for the finalists "
+              "re-timed interleaved with the default, the confirmed time and speed-up, and the winner",
 }
 
 TRIALS_NOTE = ("trials: measured candidates, the default schedule included; invalid: configs that broke a "
@@ -154,20 +155,32 @@ class Report:
 
     def fusion(self) -> pd.DataFrame:
         """Every measured fusion plan (autotune/plans.py) of every segment: the decisions it
-        flips from the default fusion ('default' for none), its median time, and its speed-up over
-        the default plan (what those flips were worth)."""
+        flips from the default fusion ('default' for none), its median time as a trial, and its
+        speed-up over the default plan's trial. Trials of one segment are taken minutes apart
+        while other candidates build, so those speed-ups carry the machine's drift; the finalists
+        re-timed interleaved with the default (noise-aware winners) also get ``confirmed_us`` and
+        ``confirmed_speedup``, and ``winner`` marks the plan the segment compiles with."""
         df = self.trials()
         df = df[(df.family == "fusion") & df.failure.isna()]
         rows = []
         for (w, g), grp in df.groupby(["workload", "target_key"], sort=False):
             base = grp[grp.config == "{}"].median_us
+            won = self.db.winners(workload=w, target=g)
+            final = {json.dumps(f["config"], sort_keys=True): f["median"] for f in won[0]["finalists"]} if won else {}
+            pick = json.dumps(won[0]["config"], sort_keys=True) if won else None
             for _, t in grp.iterrows():
-                flips = " ".join(f"{k}={v}" for k, v in json.loads(t.config).items()) or "default"
+                cfg = json.loads(t.config)
+                key = json.dumps(cfg, sort_keys=True)
+                flips = " ".join(f"{k}={v}" for k, v in cfg.items()) or "default"
+                conf = final.get(key)
                 rows.append({"task": t.task, "target": t.target, "workload": w, "target_key": g, "plan": flips,
                              "median_us": t.median_us,
-                             "speedup": float(base.iloc[0]) / t.median_us if len(base) else None})
+                             "speedup": float(base.iloc[0]) / t.median_us if len(base) else None,
+                             "confirmed_us": conf * 1e6 if conf else None,
+                             "confirmed_speedup": final["{}"] / conf if conf and final.get("{}") else None,
+                             "winner": key == pick})
         return pd.DataFrame(rows, columns=["task", "target", "workload", "target_key", "plan", "median_us",
-                                           "speedup"])
+                                           "speedup", "confirmed_us", "confirmed_speedup", "winner"])
 
     def schedules(self, workload: str | None = None, target: str | None = None, k: int = 5) -> pd.DataFrame:
         """The top-k configs of each task side by side with their times (one column per knob)."""

@@ -198,9 +198,15 @@ def _fusion_row(name: str, times: dict, db_path: str, m) -> dict:
     chosen = []
     if len(fv):
         for _, grp in fv.groupby("workload"):
-            best = grp.loc[grp.median_us.idxmin()]
+            won = grp[grp.winner]
+            if len(won):    # the confirmed winner, with its gain re-timed interleaved with the default
+                best = won.iloc[0]
+                gain = best.confirmed_speedup
+            else:           # no confirmation: the fastest trial
+                best = grp.loc[grp.median_us.idxmin()]
+                gain = best.speedup
             if best.plan != "default":
-                chosen.append(f"{best.plan} ({best.speedup:.2f}x)")
+                chosen.append(f"{best.plan} ({gain:.2f}x)")
     return {"layer": name, "plans_ms": statistics.median(plans) * 1e3,
             "default_fusion_ms": statistics.median(default) * 1e3,
             "speedup": statistics.median([b / a for a, b in zip(plans, default)]),

@@ -112,6 +112,15 @@ def test_cli_remeasure_and_the_fusion_view(tmp_path, capsys):
                for w in after.winners())
     assert main(["report", "--db", db, "--view", "fusion"]) == 0
     assert "default" in capsys.readouterr().out
+    # the view shows what the tuner decided: one winner per confirmed segment, re-timed
+    import hlotune
+    fv = hlotune.report(db).fusion()
+    confirmed = {w["workload"] for w in after.winners()} & set(fv.workload)
+    assert confirmed
+    for w in confirmed:
+        rows = fv[fv.workload == w]
+        assert rows.winner.sum() == 1 and rows[rows.winner].confirmed_us.notna().all()
+        assert rows[rows.plan == "default"].confirmed_speedup.iloc[0] == 1.0
     pytest.importorskip("matplotlib")
     assert main(["report", "--db", db, "--view", "fusion", "--plot", str(tmp_path / "f.png")]) == 0
     assert (tmp_path / "f.png").stat().st_size > 1000
