@@ -17,7 +17,7 @@ import re
 import pandas as pd
 
 from ..dsl.errors import ConfigError
-from .database import FAILURES, Database
+from .database import FAILURES, Database, config_key
 
 #: what each view shows (the CLI's ``report --help`` prints these)
 VIEWS = {
@@ -166,11 +166,11 @@ class Report:
         for (w, g), grp in df.groupby(["workload", "target_key"], sort=False):
             base = grp[grp.config == "{}"].median_us
             won = self.db.winners(workload=w, target=g)
-            final = {json.dumps(f["config"], sort_keys=True): f["median"] for f in won[0]["finalists"]} if won else {}
-            pick = json.dumps(won[0]["config"], sort_keys=True) if won else None
+            final = {config_key(f["config"]): f["median"] for f in won[0]["finalists"]} if won else {}
+            pick = config_key(won[0]["config"]) if won else None
             for _, t in grp.iterrows():
                 cfg = json.loads(t.config)
-                key = json.dumps(cfg, sort_keys=True)
+                key = config_key(cfg)
                 flips = " ".join(f"{k}={v}" for k, v in cfg.items()) or "default"
                 conf = final.get(key)
                 rows.append({"task": t.task, "target": t.target, "workload": w, "target_key": g, "plan": flips,

@@ -172,9 +172,10 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
             continue
         cheap = expensive == 0 and nodes <= 24
         rs = readers[st.name]
-        shared = len(rs) > 1 or any(_reuse(st, r) > 1 for r in rs)
+        reused = any(_reuse(st, r) > 1 for r in rs)
+        shared = len(rs) > 1 or reused
         inline = cheap or not shared
-        if epilogues and cheap and epilogue_of(st.op) is not None and any(_reuse(st, r) > 1 for r in rs):
+        if epilogues and cheap and reused and epilogue_of(st.op) is not None:
             # a cheap activation between two dots (a ReLU): on the first dot's register tile it
             # costs nothing, inlined into the second dot's operand it runs at every reuse (in
             # every pack of that operand), so it stays the first dot's epilogue. Not a stage

@@ -99,39 +99,53 @@ def _blocks(n: int, nb: int) -> int:
     return max(1, -(-n // max(1, nb)))
 
 
+def _accumulator_budget(regs: int) -> int:
+    """Vector registers a register tile may hold: all but three, left for the B vectors and a
+    broadcast of A (the micro-kernel matcher's bound, runtime/codegen/microkernel.py)."""
+    return max(regs - 3, 1)
+
+
+def _parallel_prefix(extents: list[int], parallel: int, threads: int) -> int:
+    """How many of the leading loops (batch axes, then the first ``parallel`` cache-block loops,
+    extents in that order) the template fuses into its parallel loop: all of them for
+    ``parallel`` 2; for 1, only until the fused extent reaches ``threads``."""
+    n, fused = 1, extents[0]
+    for v in extents[1:]:
+        if parallel == 1 and fused >= threads:
+            break
+        n, fused = n + 1, fused * v
+    return n
+
+
 @dataclass(frozen=True)
 class GemmFeatures:
     """What a config of the gemm template means on its workload, as numbers in [0, 1] for the
     tuner's cost model (``Space.derived``): the knobs alone leave a model to learn products and
     remainders (``mr`` x vectors against the register file, tiles that overhang the output, work
     split across threads) from a few dozen points. ``x``/``y``: output rows and columns,
-    ``batch``: the product of the leading axes, ``lanes``: vector lanes, ``regs``: vector
+    ``batch``: the extents of the leading axes, ``lanes``: vector lanes, ``regs``: vector
     registers, ``threads``: the machine's threads."""
 
     x: int
     y: int
-    batch: int
+    batch: tuple[int, ...]
     lanes: int
     regs: int
     threads: int
 
     def __call__(self, c: dict) -> tuple[float, ...]:
         nv = -(-c["nr"] // self.lanes)
-        budget = max(self.regs - 3, 1)
+        budget = _accumulator_budget(self.regs)
         use = c["mr"] * nv / budget
         xo, yo = -(-self.x // c["mr"]), -(-self.y // c["nr"])
-        # the parallel loop as the template builds it: batch axes, then its cache blocks
+        # the parallel loop as the template builds it (``steps``): batch axes, then cache blocks
         yc = -(-yo // _blocks(yo, c["nb"]))
         xc = -(-xo // _blocks(xo, c["mb"])) if self.x > 1 else 1
         blocks = [yc, xc] if c["order"] == "nm" else [xc, yc]
         chunks = 1
         if c["parallel"] and self.threads > 1:
-            lead = [self.batch] + blocks[: c["parallel"]]
-            chunks = lead[0]
-            for v in lead[1:]:
-                if c["parallel"] == 1 and chunks >= self.threads:
-                    break
-                chunks *= v
+            lead = [*self.batch, *blocks[: c["parallel"]]]
+            chunks = math.prod(lead[:_parallel_prefix(lead, c["parallel"], self.threads)])
         balance = chunks / (math.ceil(chunks / self.threads) * self.threads) if chunks > 1 else 1 / self.threads
         intensity = 2 * c["mr"] * nv / (c["mr"] + nv)     # multiply-adds per register loaded
         return (min(use, 1.5) / 1.5, float(use <= 1), self.x / (xo * c["mr"]), self.y / (yo * c["nr"]),
@@ -173,7 +187,7 @@ class Gemm(Template):
         op = tile_op(st)
         d = list(op.axis)
         return GemmFeatures(d[-2].extent if len(d) >= 2 else 1, d[-1].extent,
-                            math.prod(v.extent for v in d[:-2]), hw.lanes(op.body[0].dtype.itemsize),
+                            tuple(v.extent for v in d[:-2]), hw.lanes(op.body[0].dtype.itemsize),
                             hw.vector_regs, hw.threads)
 
     # ------------------------------------------------------------------ default
@@ -229,9 +243,10 @@ class Gemm(Template):
         op = tile_op(st)
         lanes = hw.lanes(op.body[0].dtype.itemsize)
         nv = -(-c["nr"] // lanes)
-        check(c["mr"] * nv <= max(hw.vector_regs - 3, 1) or c["mr"] * c["nr"] <= 64,
+        budget = _accumulator_budget(hw.vector_regs)
+        check(c["mr"] * nv <= budget or c["mr"] * c["nr"] <= 64,
               f"gemm: a {c['mr']}x{c['nr']} register tile needs {c['mr'] * nv} of the machine's "
-              f"{hw.vector_regs} vector registers (at most {hw.vector_regs - 3} leave room for operands)")
+              f"{hw.vector_regs} vector registers (at most {budget} leave room for operands)")
         bs, as_ = operands(op)
         d = list(st.op.axis)
         if op is st.op:     # the tile accumulates in a cache stage that st copies out
@@ -285,9 +300,7 @@ class Gemm(Template):
         if c["parallel"]:
             lead = list(d[:-2]) + blocks[: c["parallel"]]
             ax = lead[0]
-            for v in lead[1:]:
-                if c["parallel"] == 1 and ax.extent >= hw.threads:
-                    break
+            for v in lead[1:_parallel_prefix([v.extent for v in lead], c["parallel"], hw.threads)]:
                 ax = s.fuse(ax, v)
             if ax.extent >= 2:
                 s.parallel(ax)
