@@ -1,7 +1,8 @@
 """Measured fusion plans: each compute segment's fusion decisions (``schedules.fusion.Choice``: an
 elementwise stage with several readers recomputed or materialized; an epilogue on its dot's
 register tile or in a pass of its own; attention's scores and softmax computed per head inside
-the second dot or materialized whole) are knobs of a segment-level task, and each plan is
+the second dot or materialized whole; a norm's or softmax's row statistics in one pass or two:
+schedules/onepass.py) are knobs of a segment-level task, and each plan is
 measured end to end: the whole segment compiled with that fusion, every kernel of it with the
 best config the database holds for its workload (or its default schedule).
 
@@ -19,7 +20,8 @@ import hashlib
 import logging
 
 from ..dsl.tensor import Graph
-from ..schedules.fusion import fuse, stage_default
+from ..schedules.fusion import Choice, fuse, stage_default
+from ..schedules.onepass import rewrite
 from ..schedules.schedule import Schedule
 from ..schedules.templates.base import Knob, Space
 from ..schedules.templates.families import TEMPLATES, classify
@@ -31,7 +33,7 @@ log = logging.getLogger(__name__)
 #: a flipped decision is kept when the segment gets at least this much faster
 GAIN = 0.03
 #: the greedy search flips the decisions that move the most memory first
-ORDER = {"slice": 0, "epilogue": 1, "inline": 2}
+ORDER = {"slice": 0, "epilogue": 1, "inline": 2, "onepass": 3}
 #: a plan's answer tolerance never passes this share of the output's magnitude (see tolerances)
 PLAN_TOL_MAX = 1e-3
 
@@ -49,7 +51,7 @@ class PlanTask(Task):
     def __init__(self, graph: Graph, target, configs: dict | None = None):
         super().__init__(plan_key(graph), graph, "fusion", target)
         self.configs = configs or {}
-        self.choices = fuse(Schedule(graph), target.hardware)
+        self.choices = rewrite(graph, {}, Choice)[1] + fuse(Schedule(graph), target.hardware)
 
     @property
     def template(self):
@@ -102,7 +104,7 @@ def plan_schedule(g: Graph, target, plan: dict, kernel_config) -> Schedule:
     from ..schedules.fusion import try_template
     from ..schedules.templates.families import templates_for
     hw = target.hardware
-    s = Schedule(g)
+    s = Schedule(rewrite(g, plan, Choice)[0])
     fuse(s, hw, plan)
     for name in [n for n, st in s.stages.items() if st.attach == ("root",)]:
         st = s.stage(name)

@@ -20,7 +20,8 @@ from ..dsl.ops import Op
 from ..dsl.tensor import Graph, Tensor, input_tensors
 from ..runtime.module import plan_segments
 from ..runtime.targets import Target
-from ..schedules.fusion import fuse, stage_default
+from ..schedules.fusion import Choice, fuse, stage_default
+from ..schedules.onepass import rewrite
 from ..schedules.schedule import Schedule, Stage
 from ..schedules.templates.base import Space, Template
 from ..schedules.templates.families import classify, templates_for
@@ -269,8 +270,9 @@ def tuned_schedule_fn(db, target: Target, k: int = 8, plans: bool = True):
 
     def fn(g: Graph) -> Schedule:
         from .plans import stored_plan
-        s = Schedule(g)
-        fuse(s, target.hardware, stored_plan(db, g, target) if plans else {})   # the segment's measured fusion plan
+        plan = stored_plan(db, g, target) if plans else {}      # the segment's measured fusion plan
+        s = Schedule(rewrite(g, plan, Choice)[0])
+        fuse(s, target.hardware, plan)
         for name in [n for n, st in s.stages.items() if st.attach == ("root",)]:
             st = s.stage(name)
             sg = stage_graph(s, st)

@@ -139,6 +139,24 @@ class Reducer:
     def arity(self) -> int:
         return len(self.lhs)
 
+    def parts(self) -> tuple[Reducer, ...] | None:
+        """One-value reducers, one per component, when every component combines only with
+        itself by a built-in (``(a0 + b0, a1 + b1)``): each may then be its own SIMD reduction.
+        None otherwise."""
+        if self.ufunc is not None:
+            return (self,)
+        out = []
+        for k, c in enumerate(self.combine):
+            u = _UFUNCS.get(c.op)
+            ends = {x.arg for x in c.src if x.op is Op.VAR}
+            if u is None or len(c.src) != 2 or ends != {self.lhs[k], self.rhs[k]}:
+                return None
+            out.append(Reducer(f"{self.name}_{k}", (self.lhs[k],), (self.rhs[k],), (c,), (self.identity[k],), u))
+        return tuple(out)
+
+
+_UFUNCS = {Op.ADD: "add", Op.MUL: "multiply", Op.MAX: "maximum", Op.MIN: "minimum"}
+
 
 @dataclass(frozen=True, eq=False)
 class ReduceSpec:

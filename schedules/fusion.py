@@ -25,6 +25,9 @@ log = logging.getLogger(__name__)
 _EXPENSIVE = {Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.TANH, Op.ERF, Op.SIN, Op.COS, Op.TAN, Op.POW,
               Op.SQRT, Op.RSQRT, Op.CBRT, Op.ATAN2}
 
+#: The tag of a row statistic derived from a one-pass tuple reduction (kept materialized).
+ROW_STAT = "row_stat"
+
 #: Work (output elements x reduction extent) below which a stage runs on one thread.
 PARALLEL_MIN_WORK = 1 << 15
 
@@ -63,17 +66,16 @@ def _contiguous_in(st: Stage, v) -> int:
 
 
 def simd_reducible(st: Stage) -> bool:
-    """Whether the stage's reduction may run as a SIMD reduction (any combine order): a single
-    sum/prod/max/min without a mask, not on floats under 32 bits (they round after every step),
-    complex values or sub-byte integers."""
+    """Whether the stage's reduction may run as a SIMD reduction (any combine order): sums,
+    products, maxima or minima (several, each combining only with itself: ``Reducer.parts``)
+    without a mask, not on floats under 32 bits (they round after every step), complex values
+    or sub-byte integers."""
     op = st.op
-    if not op.is_reduction or op.num_outputs != 1:
+    if not op.is_reduction:
         return False
     spec = op.body[0].arg
-    d = op.body[0].dtype
-    return (spec.reducer.ufunc is not None and spec.where is None and not d.is_narrow_float
-            and not d.is_complex and not d.is_sub_byte
-            and not d.is_bool)
+    return spec.reducer.parts() is not None and spec.where is None and \
+        not any(d.is_narrow_float or d.is_complex or d.is_sub_byte or d.is_bool for d in (b.dtype for b in op.body))
 
 
 def _at_own_indices(load, op) -> bool:
@@ -140,6 +142,17 @@ class Choice:
         return f"{self.kind}{self.stage}"
 
 
+def positions(s: Schedule) -> dict[str, int]:
+    """Stage name -> the position that names its fusion decisions: its place in topological
+    order, or, in a graph a plan rewrote (schedules/onepass.py), the place of the op it replaced
+    in the graph before the rewrite (new ops after all others), so that a plan's other decisions
+    keep naming the same stages."""
+    origin = getattr(s.graph, "plan_positions", None)
+    if origin is None:
+        return {n: k for k, n in enumerate(s.stages)}
+    return {n: origin[id(st.op)] for n, st in s.stages.items()}
+
+
 def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None) -> list[Choice]:
     """Inline injective stages into their readers (see module docstring). A stage with
     expensive math stays materialized when it has several readers or when a reader would
@@ -157,7 +170,7 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
             if p is not None and st not in readers[p.name]:
                 readers[p.name].append(st)
     outputs = {id(t.op) for t in s.graph.outputs}
-    position = {n: k for k, n in enumerate(s.stages)}
+    position = positions(s)
     choices: list[Choice] = []
     cost: dict[str, tuple[int, int]] = {}   # with the producers inlined into it (topological order)
     for st in list(s.stages.values()):
@@ -181,6 +194,11 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
             # every pack of that operand), so it stays the first dot's epilogue. Not a stage
             # that is shared only by being read by several elementwise stages (GELU's scaled
             # input, read by every term of its erfc): inlined, it runs once per element
+            inline = False
+        if st.op.tag == ROW_STAT:
+            # a one-pass statistic (schedules/onepass.py) reads its row's first element: inlined, that
+            # load sits in the row's elementwise loop, where the compiler cannot prove it invariant
+            # (OpenMP's outlined bodies drop ``restrict``) and keeps the loop scalar
             inline = False
         if shared and rs:
             # recompute or materialize: a real trade-off a plan may flip (a transpose read many
@@ -362,8 +380,7 @@ def fuse(s: Schedule, hw, plan: dict | None = None) -> list[Choice]:
     choices = fuse_default(s, epilogues=not hw.work_groups, plan=plan)
     if hw.work_groups:
         return choices
-    position = {n: k for k, n in enumerate(s.stages)}
-    return choices + fuse_slices(s, hw, plan or {}, position, Choice)
+    return choices + fuse_slices(s, hw, plan or {}, positions(s), Choice)
 
 
 def default_schedule(outputs, inputs=None, threads=None, hw=None) -> Schedule:

@@ -279,25 +279,28 @@ class _Lowerer:
 
     def vector_reduce(self, st, kv, bufs, idx, vals, spec, loop_ext, guards) -> Stmt:
         """``acc = buf[idx]; for kv (SIMD, any order): acc = combine(acc, v); buf[idx] = acc``."""
-        red = spec.reducer
-        d = bufs[0].dtype
-        check(len(bufs) == 1 and spec.where is None and red.ufunc is not None,
-              f"vectorize: reduction axis '{kv.name}' of '{st.name}' needs a sum/prod/max/min reduction "
-              "without a mask")
-        check(not d.is_narrow_float and not d.is_bool,
+        parts = spec.reducer.parts()
+        check(parts is not None and spec.where is None,
+              f"vectorize: reduction axis '{kv.name}' of '{st.name}' needs sum/prod/max/min reductions "
+              "(each accumulator combining only with itself) without a mask")
+        check(not any(b.dtype.is_narrow_float or b.dtype.is_bool for b in bufs),
               f"vectorize: reduction axis '{kv.name}' of '{st.name}': a SIMD reduction needs a float32/64 or "
               "integer accumulator (floats under 32 bits round after every step; bool has no SIMD sum)")
         check(not self.attached.get(kv), f"vectorize: a stage is computed at reduction axis '{kv.name}'")
-        acc = IterVar(f"{st.name}_acc", 0, "param", d)
-        body: Stmt = Assign(acc, substitute(red.combine[0], {red.lhs[0]: acc.var, red.rhs[0]: vals[0]}))
+        accs = [IterVar(f"{st.name}_acc{k or ''}", 0, "param", b.dtype) for k, b in enumerate(bufs)]
+        body: Stmt = seq(*[Assign(a, substitute(r.combine[0], {r.lhs[0]: a.var, r.rhs[0]: v}))
+                           for a, r, v in zip(accs, parts, vals)])
         conds = [c for c, r in guards if r]
         if conds:
             c = conds[0]
             for x in conds[1:]:
                 c = binary(Op.AND, c, x)
             body = If(c, body)
-        loop = For(kv, loop_ext[kv], LoopKind.VECTORIZE, body, ((acc, red),))
-        return Let(acc, bufs[0].load(idx), seq(loop, Store(bufs[0], idx, acc.var)))
+        loop = For(kv, loop_ext[kv], LoopKind.VECTORIZE, body, tuple(zip(accs, parts)))
+        out: Stmt = seq(loop, *[Store(b, idx, a.var) for b, a in zip(bufs, accs)])
+        for b, a in reversed(list(zip(bufs, accs))):
+            out = Let(a, b.load(idx), out)
+        return out
 
     def wrap(self, st: Stage, loops: list[IterVar], inner: Stmt,
              loop_ext: dict, attach: bool = True) -> Stmt:
@@ -320,7 +323,7 @@ class _Lowerer:
         if not ps:
             return rest
         nests = [self.stage_nest(p, dict(zip(p.op.axis, self.planned[p.name]))) for p in ps]
-        bufs = [self.regions[p.name].buffers[0] for p in ps]
+        bufs = [b for p in ps for b in self.regions[p.name].buffers]
         sync = [Barrier()] if any(b.scope == "shared" for b in bufs) else []
         out = seq(*nests, *sync, rest, *sync)
         for b in reversed(bufs):
@@ -353,10 +356,12 @@ class _Lowerer:
         region = regions[0] if len(regions) == 1 else \
             [self._union([rg[d] for rg in regions], dim) for d, dim in enumerate(p.op.shape)]
         shape = tuple(iv.ext for iv in region)
-        d = p.op.body[0].dtype
-        scope = "shared" if p.scope == "shared" else "global" if _nbytes(d, shape) > STACK_BYTES else "local"
-        buf = Buffer(p.name, d, shape, scope)
-        self.regions[p.name] = _Region((buf,), tuple(iv.lo for iv in region), tuple(iv.ext for iv in region))
+        bufs = []
+        for k, b in enumerate(p.op.body):     # one buffer per output (several: a tuple reduction)
+            scope = "shared" if p.scope == "shared" else "global" if _nbytes(b.dtype, shape) > STACK_BYTES \
+                else "local"
+            bufs.append(Buffer(p.name if k == 0 else f"{p.name}_v{k}", b.dtype, shape, scope))
+        self.regions[p.name] = _Region(tuple(bufs), tuple(iv.lo for iv in region), tuple(iv.ext for iv in region))
         self.planned[p.name] = region
 
     def infer_region(self, p: Stage, cons: Stage, at: IterVar | None, outer=None) -> list[Interval]:

@@ -90,7 +90,8 @@ def chain(s: Schedule, d: Stage, readers: dict, outputs: set) -> list[Stage]:
     todo = _producers(s, d)
     while todo:
         p = todo.pop()
-        if p in found or p.attach != ("root",) or id(p.op) in outputs or p.op.num_outputs != 1 or \
+        if p in found or p.attach != ("root",) or id(p.op) in outputs or \
+                (p.op.num_outputs != 1 and not p.op.is_reduction) or \
                 len(p.op.shape) < nb or p.op.shape[:nb] != batch or (dense(p) and not attention):
             continue
         found.append(p)
@@ -157,7 +158,7 @@ def slice_bytes(s: Schedule, d: Stage, members: list[Stage]) -> int | None:
         region = lw.planned.get(p.name)
         if region is None or any(iv.ext != 1 for iv in region[:nb]):
             return None
-        n = p.op.body[0].dtype.itemsize
+        n = sum(b.dtype.itemsize for b in p.op.body)
         for iv in region:
             n *= iv.ext
         total += n

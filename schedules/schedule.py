@@ -383,7 +383,8 @@ def apply_step(s: Schedule, step):
         tgt = s.stage(step.target)
         v = tgt.leaf_var(step.axis)
         check(tgt is not st, f"compute_at: stage '{st.name}' cannot be computed inside itself")
-        check(st.op.num_outputs == 1, f"compute_at: stage '{st.name}' has several outputs")
+        check(st.op.num_outputs == 1 or st.op.is_reduction,
+              f"compute_at: stage '{st.name}' has several outputs (only a tuple reduction may be computed at a loop)")
         check(not _is_output(s, st), f"compute_at: '{st.name}' is an output of the graph; "
               "outputs are computed at root")
         st.attach = ("at", tgt, v)
