@@ -21,7 +21,7 @@ import logging
 
 from ..dsl.tensor import Graph
 from ..schedules.fusion import Choice, fuse, stage_default
-from ..schedules.onepass import rewrite
+from ..schedules.rewrites import rewrite
 from ..schedules.schedule import Schedule
 from ..schedules.templates.base import Knob, Space
 from ..schedules.templates.families import TEMPLATES, classify
@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 #: a flipped decision is kept when the segment gets at least this much faster
 GAIN = 0.03
 #: the greedy search flips the decisions that move the most memory first
-ORDER = {"slice": 0, "epilogue": 1, "inline": 2, "onepass": 3}
+ORDER = {"slice": 0, "epilogue": 1, "inline": 2, "onepass": 3, "online": 4}
 #: a plan's answer tolerance never passes this share of the output's magnitude (see tolerances)
 PLAN_TOL_MAX = 1e-3
 
@@ -51,7 +51,7 @@ class PlanTask(Task):
     def __init__(self, graph: Graph, target, configs: dict | None = None):
         super().__init__(plan_key(graph), graph, "fusion", target)
         self.configs = configs or {}
-        self.choices = rewrite(graph, {}, Choice)[1] + fuse(Schedule(graph), target.hardware)
+        self.choices = rewrite(graph, {}, Choice, target.hardware)[1] + fuse(Schedule(graph), target.hardware)
 
     @property
     def template(self):
@@ -104,7 +104,7 @@ def plan_schedule(g: Graph, target, plan: dict, kernel_config) -> Schedule:
     from ..schedules.fusion import try_template
     from ..schedules.templates.families import templates_for
     hw = target.hardware
-    s = Schedule(rewrite(g, plan, Choice)[0])
+    s = Schedule(rewrite(g, plan, Choice, hw)[0])
     fuse(s, hw, plan)
     for name in [n for n, st in s.stages.items() if st.attach == ("root",)]:
         st = s.stage(name)

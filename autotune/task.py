@@ -21,7 +21,7 @@ from ..dsl.tensor import Graph, Tensor, input_tensors
 from ..runtime.module import plan_segments
 from ..runtime.targets import Target
 from ..schedules.fusion import Choice, fuse, stage_default
-from ..schedules.onepass import rewrite
+from ..schedules.rewrites import rewrite
 from ..schedules.schedule import Schedule, Stage
 from ..schedules.templates.base import Space, Template
 from ..schedules.templates.families import classify, templates_for
@@ -271,7 +271,7 @@ def tuned_schedule_fn(db, target: Target, k: int = 8, plans: bool = True):
     def fn(g: Graph) -> Schedule:
         from .plans import stored_plan
         plan = stored_plan(db, g, target) if plans else {}      # the segment's measured fusion plan
-        s = Schedule(rewrite(g, plan, Choice)[0])
+        s = Schedule(rewrite(g, plan, Choice, target.hardware)[0])
         fuse(s, target.hardware, plan)
         for name in [n for n, st in s.stages.items() if st.attach == ("root",)]:
             st = s.stage(name)

@@ -27,6 +27,8 @@ _EXPENSIVE = {Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.TANH, Op.ERF, Op.SIN, Op.CO
 
 #: The tag of a row statistic derived from a one-pass tuple reduction (kept materialized).
 ROW_STAT = "row_stat"
+#: The tag of an online-softmax fold (schedules/attention.py: it schedules itself and its chain).
+FOLD = "online_softmax_fold"
 
 #: Work (output elements x reduction extent) below which a stage runs on one thread.
 PARALLEL_MIN_WORK = 1 << 15
@@ -150,7 +152,8 @@ def positions(s: Schedule) -> dict[str, int]:
     origin = getattr(s.graph, "plan_positions", None)
     if origin is None:
         return {n: k for k, n in enumerate(s.stages)}
-    return {n: origin[id(st.op)] for n, st in s.stages.items()}
+    extra = iter(range(max(origin.values(), default=-1) + 1, 1 << 30))     # stages a schedule added
+    return {n: origin[id(st.op)] if id(st.op) in origin else next(extra) for n, st in s.stages.items()}
 
 
 def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None) -> list[Choice]:
@@ -258,7 +261,7 @@ def _inline_shared_once(s: Schedule, c: Choice, readers: dict, plan: dict) -> Ch
     computed once per element of that stage (the compiler's common-subexpression elimination
     merges the repeats), which materializing it cannot beat. Not when the printed body would
     pass ``INLINE_TREE_MAX`` nodes. Returns the choice with its default."""
-    st = list(s.stages.values())[c.stage]
+    st = next(s.stages[n] for n, k in positions(s).items() if k == c.stage)
 
     def identity(p: Stage) -> bool:     # every read of p, through inlined readers, at own indices
         return all(_identity_reads(p, r) and (r.attach != ("inline",) or identity(r)) for r in readers[p.name])
@@ -310,13 +313,14 @@ def try_template(s: Schedule, st: Stage, t, config: dict, threads=1) -> bool:
     return True
 
 
-def loop_default(s: Schedule, st: Stage, threads=None) -> None:
-    """Parallel outer loops and a vectorized inner loop for one root stage (packed panels and a
-    register micro-kernel for dots and convolutions). ``threads``: a Hardware or a count."""
+def loop_default(s: Schedule, st: Stage, threads=None, tiled: bool = True) -> None:
+    """Parallel outer loops and a vectorized inner loop for one root stage (with ``tiled``,
+    packed panels and a register micro-kernel for dots and convolutions). ``threads``: a
+    Hardware or a count."""
     from .templates.base import as_hardware
     hw = as_hardware(threads or os.cpu_count() or 1)
     threads = hw.threads
-    if _tiled_default(s, st, hw):
+    if tiled and _tiled_default(s, st, hw):
         return
     data = [v for v in st.leaf if v.kind == "data"]
     red = [v for v in st.leaf if v.kind == "reduce"]
@@ -360,6 +364,10 @@ def stage_default(s: Schedule, st: Stage, hw=None) -> None:
     else (or when that config does not fit the stage) ``loop_default``."""
     from .templates.base import as_hardware
     hw = as_hardware(hw or os.cpu_count() or 1)
+    if st.op.tag == FOLD and not hw.work_groups:
+        from .attention import schedule_fold
+        schedule_fold(s, st, hw)
+        return
     if hw.work_groups:
         from .templates.families import classify, templates_for
         t = templates_for(hw)[classify(st)]
@@ -380,6 +388,8 @@ def fuse(s: Schedule, hw, plan: dict | None = None) -> list[Choice]:
     choices = fuse_default(s, epilogues=not hw.work_groups, plan=plan)
     if hw.work_groups:
         return choices
+    from .attention import attach_fold
+    attach_fold(s, hw)      # a plan's online-softmax folds (schedules/attention.py) take their chains first
     return choices + fuse_slices(s, hw, plan or {}, positions(s), Choice)
 
 

@@ -347,6 +347,10 @@ class _Lowerer:
             if cons is owner:
                 regions.append(self.infer_region(p, cons, at))
                 continue
+            anc = self._tile_ancestor(cons, owner, at)
+            if anc is not None:
+                regions.append(self.infer_region(p, cons, None, (owner, at), like=self.regions[anc.name]))
+                continue
             check(cons.attach[0] == "at" and cons.attach[1] is owner and
                   owner.leaf.index(_leaf_of(owner, cons.attach[2])) >= owner.leaf.index(_leaf_of(owner, at)),
                   f"compute_at: '{p.name}' is read by {sorted(readers)}; it can only be computed at a loop of its "
@@ -364,10 +368,25 @@ class _Lowerer:
         self.regions[p.name] = _Region(tuple(bufs), tuple(iv.lo for iv in region), tuple(iv.ext for iv in region))
         self.planned[p.name] = region
 
-    def infer_region(self, p: Stage, cons: Stage, at: IterVar | None, outer=None) -> list[Interval]:
+    def _tile_ancestor(self, cons: Stage, owner: Stage, at: IterVar) -> Stage | None:
+        """The stage ``cons`` is nested in (through its attach chain) that is itself computed at
+        a loop of ``owner`` inside ``at``, when ``cons`` has that stage's shape (its register
+        tile, ``cache_write``) and that stage's region is already planned; else None. The tile
+        then reads what that stage's region needs (a dot's operand computed beside the dot)."""
+        anc = cons
+        while anc.attach[0] == "at" and anc.attach[1] is not owner:
+            anc = anc.attach[1]
+        if anc is cons or anc.attach[0] != "at" or anc.attach[1] is not owner or \
+                cons.op.shape != anc.op.shape or anc.name not in self.planned:
+            return None
+        inside = owner.leaf.index(_leaf_of(owner, anc.attach[2])) >= owner.leaf.index(_leaf_of(owner, at))
+        return anc if inside else None
+
+    def infer_region(self, p: Stage, cons: Stage, at: IterVar | None, outer=None, like=None) -> list[Interval]:
         """Region of ``p`` that ``cons`` reads inside loop ``at`` (loops outside and ``at`` fixed);
         with ``at`` None, ``cons``'s whole nest, over every iteration of the loops inside
-        ``outer[1]`` of stage ``outer[0]`` (where ``cons`` is computed)."""
+        ``outer[1]`` of stage ``outer[0]`` (where ``cons`` is computed); ``like``: the region
+        to take for ``cons``'s (that of the stage whose tile it is) instead of its own."""
         if at is None:
             free = set(cons.leaf)
         else:
@@ -376,7 +395,7 @@ class _Lowerer:
             free = set(cons.leaf[k + 1:])
         env: dict[IterVar, Interval] = {}
         op = cons.op
-        reg = self.regions.get(cons.name)
+        reg = like if like is not None else self.regions.get(cons.name)
         ext = _extents(cons, list(reg.ext) if reg and reg.lo is not None else None)
         for v in cons.leaf:
             env[v] = Interval(as_expr(0, dt.index), ext[v]) if v in free else Interval(v.var, 1)

@@ -17,7 +17,7 @@ normalizer) keeps a running maximum and a sum rescaled whenever the maximum grow
 
 Both are offered where the graph holds the pattern (the second reduction reading the first
 through elementwise ops, its summand the same expression of the row) and applied only by a
-plan (``rewrite``): measured, and answer-checked, like any plan. ``a`` and ``b`` may be any
+plan (schedules/rewrites.py): measured, and answer-checked, like any plan. ``a`` and ``b`` may be any
 elementwise expressions (a residual sum, a scaled and masked score).
 """
 
@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from ..dsl import dtypes as dt
 from ..dsl.expr import Expr, IterVar, binary, cast, const, select, substitute, unary, walk
 from ..dsl.ops import Op
-from ..dsl.rewrite import replace
 from ..dsl.tensor import ComputeOp, Graph, Tensor, comm_reducer, compute, reduce_axis
 from .fusion import ROW_STAT
 
@@ -251,25 +250,4 @@ def one_pass(m: Match) -> dict[Tensor, Tensor]:
     return {m.first.output(0): first, m.second.output(0): second}
 
 
-def rewrite(g: Graph, plan: dict, choice) -> tuple[Graph, list]:
-    """``g`` with the one-pass rewrites that ``plan`` turns on (knob of ``choice('onepass',
-    position, 0)``, position: the second reduction's among ``g``'s compute ops); returns the
-    graph and the decisions, in order. Off by default: two passes vectorize on every machine."""
-    position = {id(op): k for k, op in enumerate(g.compute_ops)}
-    out, mapping = [], {}
-    for m in matches(g):
-        c = choice("onepass", position[id(m.second)], 0)
-        out.append(c)
-        if plan.get(c.knob, c.default):
-            mapping.update(one_pass(m))
-    if not mapping:
-        return g, out
-    origin: dict = {}
-    g2 = replace(g, mapping, origin)
-    extra = iter(range(len(position), len(position) + len(g2.compute_ops)))
-    g2.plan_positions = {id(op): position[id(origin[id(op)])] if id(op) in origin else next(extra)
-                         for op in g2.compute_ops}
-    return g2, out
-
-
-__all__ = ["Match", "matches", "one_pass", "online_softmax", "rewrite", "sum2"]
+__all__ = ["Match", "matches", "one_pass", "online_softmax", "sum2"]

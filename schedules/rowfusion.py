@@ -31,6 +31,7 @@ from dataclasses import replace
 
 from ..dsl.errors import ScheduleError
 from ..dsl.tensor import input_tensors
+from .fusion import FOLD
 from .schedule import Schedule, Stage
 
 #: per-slice chain buffers up to the last-level cache (or this many L2s, if larger) are fused by
@@ -90,7 +91,7 @@ def chain(s: Schedule, d: Stage, readers: dict, outputs: set) -> list[Stage]:
     todo = _producers(s, d)
     while todo:
         p = todo.pop()
-        if p in found or p.attach != ("root",) or id(p.op) in outputs or \
+        if p in found or p.attach != ("root",) or id(p.op) in outputs or p.op.tag == FOLD or \
                 (p.op.num_outputs != 1 and not p.op.is_reduction) or \
                 len(p.op.shape) < nb or p.op.shape[:nb] != batch or (dense(p) and not attention):
             continue

@@ -14,7 +14,8 @@ from hlotune.dsl.ops import Op
 from hlotune.dsl.tensor import Graph
 from hlotune.runtime.build import build
 from hlotune.schedules.fusion import Choice, default_schedule, positions
-from hlotune.schedules.onepass import matches, online_softmax, rewrite, sum2
+from hlotune.schedules.onepass import matches, online_softmax, sum2
+from hlotune.schedules.rewrites import rewrite
 from hlotune.schedules.schedule import Schedule
 
 ON = {f"onepass{k}": 1 for k in range(64)}
