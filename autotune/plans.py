@@ -6,8 +6,9 @@ schedules/onepass.py) are knobs of a segment-level task, and each plan is
 measured end to end: the whole segment compiled with that fusion, every kernel of it with the
 best config the database holds for its workload (or its default schedule).
 
-Plans are searched greedily from the default plan, one decision flipped at a time (slice
-fusions first, then epilogues, then inlining; a flip is kept when the segment runs at least
+Plans are searched greedily from the default plan, one decision flipped at a time (online-softmax
+attention first: it is offered only where a head's keys make several blocks of 256, then slice
+fusions, epilogues, inlining and one-pass statistics; a flip is kept when the segment runs at least
 ``GAIN`` faster); then the default plan and the best one
 are re-timed as any task's finalists (autotune/winners.py). Plans are trials of the segment's
 workload (family ``fusion``), keyed apart from any kernel's, so they are stored, resumed,
@@ -33,7 +34,7 @@ log = logging.getLogger(__name__)
 #: a flipped decision is kept when the segment gets at least this much faster
 GAIN = 0.03
 #: the greedy search flips the decisions that move the most memory first
-ORDER = {"slice": 0, "epilogue": 1, "inline": 2, "onepass": 3, "online": 4}
+ORDER = {"online": 0, "slice": 1, "epilogue": 2, "inline": 3, "onepass": 4}
 #: a plan's answer tolerance never passes this share of the output's magnitude (see tolerances)
 PLAN_TOL_MAX = 1e-3
 
