@@ -27,7 +27,7 @@ from ..schedules.schedule import Schedule
 from ..schedules.templates.base import Knob, Space
 from ..schedules.templates.families import TEMPLATES, classify
 from .database import config_key
-from .task import Task, stage_graph, workload_key
+from .task import Task, workload_key
 
 log = logging.getLogger(__name__)
 
@@ -104,12 +104,12 @@ def plan_schedule(g: Graph, target, plan: dict, kernel_config) -> Schedule:
     from ..dsl.errors import ConfigError, ScheduleError
     from ..schedules.fusion import try_template
     from ..schedules.templates.families import templates_for
+    from .task import fused_schedule
     hw = target.hardware
-    s = Schedule(rewrite(g, plan, Choice, hw)[0])
-    fuse(s, hw, plan)
+    s, workload = fused_schedule(g, target, plan)
     for name in [n for n, st in s.stages.items() if st.attach == ("root",)]:
         st = s.stage(name)
-        config = kernel_config(workload_key(stage_graph(s, st)))
+        config = kernel_config(workload(name)[0])
         if config:
             try:
                 if try_template(s, st, templates_for(hw)[classify(st, s)], config, hw):

@@ -258,6 +258,33 @@ def extract_tasks(outputs, inputs, target: Target) -> list[Task]:
     return list(tasks.values())
 
 
+#: plan decisions that rewrite the graph (schedules/rewrites.py)
+REWRITE_KINDS = ("onepass", "online")
+
+
+def fused_schedule(g: Graph, target: Target, plan: dict):
+    """Segment ``g`` rewritten and fused by fusion ``plan``, and a function giving each root
+    stage's workload ``(key, stage graph)``, whose tuned configs it takes. A stage that a
+    rewrite only rebuilt (it reads a rewritten tensor somewhere upstream) takes the workload of
+    its namesake in ``g`` fused by the plan's other decisions: a stage graph's key covers the
+    definitions of what it reads, so its own key would be new and miss the kernel's tuning
+    (and writing a new key out costs seconds where an inlined stage is read many times)."""
+    hw = target.hardware
+    g2 = rewrite(g, plan, Choice, hw)[0]
+    s = Schedule(g2)
+    fuse(s, hw, plan)
+    s0 = None
+    if g2 is not g:
+        s0 = Schedule(g)
+        fuse(s0, hw, {kn: v for kn, v in plan.items() if not kn.startswith(REWRITE_KINDS)})
+
+    def workload(name: str) -> tuple[str, Graph]:
+        src = s0 if s0 is not None and name in s0.stages and s0.stages[name].attach == ("root",) else s
+        sg = stage_graph(src, src.stage(name))
+        return workload_key(sg), sg
+    return s, workload
+
+
 def tuned_schedule_fn(db, target: Target, k: int = 8, plans: bool = True):
     """A ``schedule_fn`` for CompiledGraph: the segment is fused by the fusion plan the database
     holds for it (autotune/plans.py; none, or ``plans=False``: default fusion), then each root stage takes the
@@ -271,12 +298,11 @@ def tuned_schedule_fn(db, target: Target, k: int = 8, plans: bool = True):
     def fn(g: Graph) -> Schedule:
         from .plans import stored_plan
         plan = stored_plan(db, g, target) if plans else {}      # the segment's measured fusion plan
-        s = Schedule(rewrite(g, plan, Choice, target.hardware)[0])
-        fuse(s, target.hardware, plan)
+        s, workload = fused_schedule(g, target, plan)
         for name in [n for n, st in s.stages.items() if st.attach == ("root",)]:
             st = s.stage(name)
-            sg = stage_graph(s, st)
-            task = Task(workload_key(sg), sg, classify(st, s), target)
+            key, sg = workload(name)
+            task = Task(key, sg, classify(st, s), target)
             tuned = False
             for config in _stored_configs(db, task, k) if db is not None else ():
                 if not config:

@@ -65,7 +65,6 @@ def _chosen(module, db_path) -> str:
 
 def main(argv=None):
     import jax
-
     from hlotune.autotune.task import extract_tasks
     from hlotune.runtime.targets import get_target
     ap = argparse.ArgumentParser(description=__doc__)

@@ -33,6 +33,7 @@ from ..dsl.tensor import ComputeOp, Graph, Tensor, comm_reducer, compute, input_
 from .fusion import FOLD
 from .onepass import Match, _Bail, _expand, _mentions, _reduction, _same, matches
 from .schedule import Schedule, Stage
+
 #: key block and query row block, at most (``block_length``); measured on 12 heads, d 64 (Xeon,
 #: 2 threads): 256 x 128 ran sequence 2048 in 86 ms, 64 x 32 in 174 ms (the default fusion: 70-93)
 T_MAX, QB_MAX = 256, 128

@@ -134,9 +134,7 @@ def _mentions(e: Expr, v: IterVar) -> bool:
 
 
 def _square_of(e: Expr) -> Expr | None:
-    if e.op is Op.MUL and _same(e.src[0], e.src[1], {}):
-        u = e.src[0]
-    elif e.op is Op.POW and e.src[1].op is Op.CONST and e.src[1].arg == 2:
+    if e.op is Op.MUL and _same(e.src[0], e.src[1], {}) or e.op is Op.POW and e.src[1].op is Op.CONST and e.src[1].arg == 2:
         u = e.src[0]
     else:
         return None

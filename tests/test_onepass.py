@@ -5,11 +5,6 @@ exact against float64 numpy on awkward rows, vectorized, and naming the same sta
 from __future__ import annotations
 
 import numpy as np
-import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from hlotune import dsl
 from hlotune.dsl.ops import Op
 from hlotune.dsl.tensor import Graph
 from hlotune.runtime.build import build
@@ -17,6 +12,10 @@ from hlotune.schedules.fusion import Choice, default_schedule, positions
 from hlotune.schedules.onepass import matches, online_softmax, sum2
 from hlotune.schedules.rewrites import rewrite
 from hlotune.schedules.schedule import Schedule
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hlotune import dsl
 
 ON = {f"onepass{k}": 1 for k in range(64)}
 
@@ -137,3 +136,27 @@ def test_other_decisions_keep_their_stage_positions_after_the_rewrite():
     assert {n: p for n, p in after.items() if n in before} == before
     assert len(set(after.values())) == len(after)       # the new sweep has a position of its own
     assert sum(op.op is Op.REDUCE for op in [b for o in g2.compute_ops for b in o.body]) == 2
+
+
+def test_kernels_after_a_rewritten_norm_keep_their_tuned_workloads():
+    """A dot reading a one-pass norm's output is the same kernel: a plan with the rewrite asks
+    the database for the workload the default plan's dot has (its own key would cover the
+    rewritten norm upstream and miss the dot's tuning)."""
+    from hlotune.autotune.plans import plan_schedule
+    from hlotune.autotune.task import stage_graph, workload_key
+    from hlotune.runtime.targets import get_target
+    from hlotune.schedules.fusion import fuse
+    target = get_target("cpu")
+    g = layer_norm(32, 64)
+    w = dsl.placeholder((64, 48), "float32", "w")
+    k = dsl.reduce_axis(64, "kk")
+    y = g.outputs[0]
+    z = dsl.compute((32, 48), lambda i, j: dsl.sum(y[i, k] * w[k, j], axis=k), "proj")
+    g = Graph([z], [g.inputs[0], w])
+    s0 = Schedule(g)
+    fuse(s0, target.hardware)
+    want = workload_key(stage_graph(s0, s0.stage("proj")))
+    asked = []
+    knob = next(c.knob for c in rewrite(g, {}, Choice, target.hardware)[1] if c.kind == "onepass")
+    plan_schedule(g, target, {knob: 1}, lambda key: asked.append(key))
+    assert want in asked

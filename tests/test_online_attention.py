@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from hlotune import dsl
 from hlotune.dsl.tensor import Graph
 from hlotune.runtime.build import build
 from hlotune.runtime.targets import get_target
 from hlotune.schedules.attention import FOLD, T_MAX, match_attention
 from hlotune.schedules.fusion import Choice, default_schedule
 from hlotune.schedules.rewrites import rewrite
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hlotune import dsl
 
 HW = get_target("cpu").hardware
 
