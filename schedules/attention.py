@@ -136,8 +136,8 @@ def _softmax_factor(p: Expr, softs: dict, op: ComputeOp, j: IterVar, stop: set):
 
 
 def online(m: AttentionMatch) -> tuple[dict[Tensor, Tensor], list[ComputeOp]]:
-    """The replacement of the second dot's output computing it by the online fold, and the ops
-    of the fold's block chain (statistics, exponentials, block products)."""
+    """The replacement of the second dot's output computing it by the online fold, and the
+    fold's op followed by its block chain's (statistics, exponentials, block products)."""
     soft, L = m.soft, m.soft.second
     r = L.body[0].arg.axes[0]
     rows = L.shape
@@ -183,7 +183,7 @@ def online(m: AttentionMatch) -> tuple[dict[Tensor, Tensor], list[ComputeOp]]:
         ix = tuple(o[where[v]] for v in m.lrow) + (o[where[m.dv]],)
         return cast(binary(Op.DIV, fold[2][ix], fold[1][ix]), d)
     new = compute(m.dot.shape, out_f, m.dot.name)
-    return {m.dot.output(0): new}, [mb.op, e.op, lb.op, ob.op]
+    return {m.dot.output(0): new}, [fold[0].op, mb.op, e.op, lb.op, ob.op]
 
 
 def _max(x, axis):

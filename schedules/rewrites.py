@@ -27,9 +27,9 @@ def rewrite(g: Graph, plan: dict, choice, hw=None) -> tuple[Graph, list]:
             c = choice("online", position[id(m.dot)], 0)
             out.append(c)
             if plan.get(c.knob, c.default):
-                new, chain = online(m)
+                new, (fold, *chain) = online(m)
                 mapping.update(new)
-                folds.append((new[m.dot.output(0)].op, chain))
+                folds.append((fold, chain))
                 taken.add(id(m.soft.second))
     for m in matches(g):
         c = choice("onepass", position[id(m.second)], 0)
@@ -45,18 +45,8 @@ def rewrite(g: Graph, plan: dict, choice, hw=None) -> tuple[Graph, list]:
     g2.plan_positions = {id(op): position[id(origin[id(op)])] if id(op) in origin and id(origin[id(op)]) in position
                          else next(extra) for op in g2.compute_ops}
     now = {id(old): new for new in g2.compute_ops for old in [origin.get(id(new), new)]}
-    g2.fold_chains = {}
-    for out_op, chain in folds:
-        fold = out_op.body[0]      # the output reads the fold: find it among the graph's ops
-        fold_op = next(t.arg.op for t in _loads_of(fold))
-        g2.fold_chains[id(now.get(id(fold_op), fold_op))] = [now.get(id(op), op) for op in chain]
+    g2.fold_chains = {id(now.get(id(fold), fold)): [now.get(id(op), op) for op in chain] for fold, chain in folds}
     return g2, out
-
-
-def _loads_of(e):
-    from ..dsl.expr import walk
-    from ..dsl.ops import Op
-    return [x for x in walk([e]) if x.op is Op.LOAD]
 
 
 __all__ = ["rewrite"]
