@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 #: a flipped decision is kept when the segment gets at least this much faster
 GAIN = 0.03
 #: the greedy search flips the decisions that move the most memory first
-ORDER = {"online": 0, "slice": 1, "epilogue": 2, "inline": 3, "onepass": 4}
+ORDER = {"online": 0, "slice": 1, "epilogue": 2, "inline": 3, "onepass": 4}    # every fusion.CHOICE_KINDS
 #: a plan's answer tolerance never passes this share of the output's magnitude (see tolerances)
 PLAN_TOL_MAX = 1e-3
 

@@ -10,7 +10,7 @@ are (same objects), so workload keys of untouched kernels do not move.
 from __future__ import annotations
 
 from .errors import DSLError
-from .expr import Expr, substitute, walk
+from .expr import Expr, substitute
 from .ops import Op
 from .tensor import ComputeOp, ExternOp, Graph, Tensor
 
@@ -84,9 +84,4 @@ def replace(graph: Graph, mapping: dict[Tensor, Tensor], origin: dict | None = N
     return Graph(outs, list(graph.inputs))
 
 
-def reads(e: Expr, t: Tensor) -> bool:
-    """Whether expression ``e`` loads tensor ``t`` directly."""
-    return any(x.op is Op.LOAD and isinstance(x.arg, Tensor) and _k(x.arg) == _k(t) for x in walk([e]))
-
-
-__all__ = ["reads", "replace"]
+__all__ = ["replace"]

@@ -27,11 +27,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ..dsl.expr import Expr, IterVar, binary, cast, const, select, substitute, unary, walk
+from ..dsl.expr import Expr, IterVar, binary, cast, const, substitute, unary, walk
 from ..dsl.ops import Op
 from ..dsl.tensor import ComputeOp, Graph, Tensor, comm_reducer, compute, input_tensors, reduce_axis
+from ..dsl.tensor import max as rmax
+from ..dsl.tensor import sum as rsum
 from .fusion import FOLD
-from .onepass import Match, _Bail, _expand, _mentions, _reduction, _same, matches
+from .onepass import Match, _Bail, _expand, _mentions, _reduction, _same, matches, rescale
 from .schedule import Schedule, Stage
 
 #: key block and query row block, at most (``block_length``); measured on 12 heads, d 64 (Xeon,
@@ -41,10 +43,7 @@ T_MAX, QB_MAX = 256, 128
 
 def _online3_combine(a, b):
     m = binary(Op.MAX, a[0], b[0])
-
-    def scale(x):       # exp(x - m), 1 where x is the maximum (also keeps exp(-inf - -inf) out)
-        return select(binary(Op.EQ, x, m), const(1, x.dtype), unary(Op.EXP, binary(Op.SUB, x, m)))
-    sa, sb = scale(a[0]), scale(b[0])
+    sa, sb = rescale(a[0], m), rescale(b[0], m)
     return (m, binary(Op.ADD, binary(Op.MUL, a[1], sa), binary(Op.MUL, b[1], sb)),
             binary(Op.ADD, binary(Op.MUL, a[2], sa), binary(Op.MUL, b[2], sb)))
 
@@ -79,11 +78,12 @@ def block_length(n: int, cap: int = T_MAX) -> int | None:
     return max(ok) if ok else None
 
 
-def match_attention(g: Graph) -> list[AttentionMatch]:
+def match_attention(g: Graph, found: list[Match] | None = None) -> list[AttentionMatch]:
     """Every attention of ``g`` (see the module docstring) whose key axis cuts into at least
-    two blocks, in topological order of the second dot."""
+    two blocks, in topological order of the second dot; ``found``: ``matches(g)`` when the
+    caller has it."""
     stop = {id(t.op) for t in g.inputs}
-    softs = {id(m.second): m for m in matches(g) if m.kind == "softmax"}
+    softs = {id(m.second): m for m in (matches(g) if found is None else found) if m.kind == "softmax"}
     out = []
     for op in g.compute_ops:
         got = _reduction(op, "add")
@@ -157,20 +157,20 @@ def online(m: AttentionMatch) -> tuple[dict[Tensor, Tensor], list[ComputeOp]]:
 
     def mb_f(*ix):
         t = reduce_axis(T, "t")
-        return _max(a_at(ix[:-1], key(ix[-1], t.var)), t)
+        return rmax(a_at(ix[:-1], key(ix[-1], t.var)), axis=t)
     mb = compute((*rows, nc), mb_f, f"{m.dot.name}_bmax")
     e = compute((*rows, nc, T), lambda *ix: cast(unary(Op.EXP, binary(
         Op.SUB, a_at(ix[:-2], key(ix[-2], ix[-1])), mb[ix[:-1]])), d), f"{m.dot.name}_bexp")
 
     def lb_f(*ix):
         t = reduce_axis(T, "t")
-        return _sum(e[(*ix, t.var)], t)
+        return rsum(e[(*ix, t.var)], axis=t)
     lb = compute((*rows, nc), lb_f, f"{m.dot.name}_bsum")
 
     def ob_f(*cix):
         c, ix = cix[0], cix[1:]
         t = reduce_axis(T, "t")
-        return _sum(binary(Op.MUL, e[(*ix[:-1], c, t.var)], v_at(ix[:-1], ix[-1], key(c, t.var))), t)
+        return rsum(binary(Op.MUL, e[(*ix[:-1], c, t.var)], v_at(ix[:-1], ix[-1], key(c, t.var))), axis=t)
     ob = compute((nc, *rows, dext), ob_f, f"{m.dot.name}_bdot")
 
     def fold_f(*ix):
@@ -184,16 +184,6 @@ def online(m: AttentionMatch) -> tuple[dict[Tensor, Tensor], list[ComputeOp]]:
         return cast(binary(Op.DIV, fold[2][ix], fold[1][ix]), d)
     new = compute(m.dot.shape, out_f, m.dot.name)
     return {m.dot.output(0): new}, [fold[0].op, mb.op, e.op, lb.op, ob.op]
-
-
-def _max(x, axis):
-    from ..dsl.tensor import max as rmax
-    return rmax(x, axis=axis)
-
-
-def _sum(x, axis):
-    from ..dsl.tensor import sum as rsum
-    return rsum(x, axis=axis)
 
 
 def fold_members(s: Schedule, fold: Stage) -> list[Stage]:
@@ -227,9 +217,9 @@ def attach_fold(s: Schedule, hw) -> None:
         c = fold.op.reduce_axis[0]
         qb = block_length(fold.op.axis[-2].extent, QB_MAX)
         members = fold_members(s, fold)
+        local = {id(m.op) for m in members}
         for p in members:       # each scheduled at root first (a pack's region needs its reader's loops)
             fam = classify(p, s)
-            local = {id(m.op) for m in members}
             cfg = block_config(p, TEMPLATES[fam], qb, one, local) if fam in ("dot", "conv") else None
             if cfg is None or not try_template(s, p, TEMPLATES[fam], cfg, one):
                 # no template default for a dot reading a block stage: its packs would read that
@@ -259,15 +249,15 @@ def block_config(st: Stage, t, rows: int, hw, local: set = frozenset()) -> dict 
         for mr in space.knob("mr").values:
             if rows % mr or mr * nv > budget:
                 continue
-            if best is None or (mr * nv, nr) > (best[0] * -(-best[1] // lanes), best[1]):
-                best = (mr, nr)
+            best = max(best or (mr * nv, nr, mr), (mr * nv, nr, mr))     # most accumulators, then widest
     if best is None:
         return None
+    _, nr, mr = best
     bs, as_ = operands(st.op)
 
     def pack(name, ops):
         return 0 if any(id(x.op) in local for x, _, _ in ops) else max(space.knob(name).values)
-    return {"mr": best[0], "nr": best[1], "mb": 1, "nb": 1, "order": "nm",
+    return {"mr": mr, "nr": nr, "mb": 1, "nb": 1, "order": "nm",
             "pack_a": pack("pack_a", as_), "pack_b": pack("pack_b", bs),
             "unroll_k": 1, "parallel": 0}
 

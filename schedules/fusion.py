@@ -77,7 +77,8 @@ def simd_reducible(st: Stage) -> bool:
         return False
     spec = op.body[0].arg
     return spec.reducer.parts() is not None and spec.where is None and \
-        not any(d.is_narrow_float or d.is_complex or d.is_sub_byte or d.is_bool for d in (b.dtype for b in op.body))
+        not any(b.dtype.is_narrow_float or b.dtype.is_complex or b.dtype.is_sub_byte or b.dtype.is_bool
+                for b in op.body)
 
 
 def _at_own_indices(load, op) -> bool:
@@ -123,6 +124,10 @@ def absorbed_tile(s: Schedule, st: Stage) -> Stage | None:
     d = epilogue_of(st.op)
     ds = s.stage_of_op(d) if d is not None else None
     return ds if ds is not None and ds.attach[0] == "at" and ds.attach[1] is st else None
+
+
+#: the kinds of ``Choice`` (a plan's knobs are ``<kind><stage position>``)
+CHOICE_KINDS = ("inline", "epilogue", "slice", "onepass", "online")
 
 
 @dataclass(frozen=True)
@@ -211,8 +216,9 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
             inline = bool(plan.get(c.knob, c.default))
         if inline:
             s.compute_inline(st.op.output(0))
-    choices = [_inline_shared_once(s, c, readers, plan) if c.kind == "inline" and not c.default else c
-               for c in choices]
+    named = {k: n for n, k in position.items()}
+    choices = [_inline_shared_once(s, s.stages[named[c.stage]], c, readers, plan)
+               if c.kind == "inline" and not c.default else c for c in choices]
     if not epilogues:
         return choices
     from .templates.gemm import streams_across
@@ -255,13 +261,12 @@ def _tree_size(s: Schedule, st: Stage, memo: dict, also: Stage | None = None) ->
     return memo[st.name]
 
 
-def _inline_shared_once(s: Schedule, c: Choice, readers: dict, plan: dict) -> Choice:
+def _inline_shared_once(s: Schedule, st: Stage, c: Choice, readers: dict, plan: dict) -> Choice:
     """A shared expensive stage whose readers all end up inlined into one materialized stage,
     every read at that stage's own indices, is inlined by default: each element is then
     computed once per element of that stage (the compiler's common-subexpression elimination
     merges the repeats), which materializing it cannot beat. Not when the printed body would
-    pass ``INLINE_TREE_MAX`` nodes. Returns the choice with its default."""
-    st = next(s.stages[n] for n, k in positions(s).items() if k == c.stage)
+    pass ``INLINE_TREE_MAX`` nodes. ``st``: the choice's stage. Returns the choice with its default."""
 
     def identity(p: Stage) -> bool:     # every read of p, through inlined readers, at own indices
         return all(_identity_reads(p, r) and (r.attach != ("inline",) or identity(r)) for r in readers[p.name])

@@ -351,8 +351,7 @@ class _Lowerer:
             if anc is not None:
                 regions.append(self.infer_region(p, cons, None, (owner, at), like=self.regions[anc.name]))
                 continue
-            check(cons.attach[0] == "at" and cons.attach[1] is owner and
-                  owner.leaf.index(_leaf_of(owner, cons.attach[2])) >= owner.leaf.index(_leaf_of(owner, at)),
+            check(cons.attach[0] == "at" and cons.attach[1] is owner and _inside(owner, cons.attach[2], at),
                   f"compute_at: '{p.name}' is read by {sorted(readers)}; it can only be computed at a loop of its "
                   f"readers, or of the stage they are computed at (inside that loop); '{name}' is not; "
                   f"'{at.name}' is a loop of '{owner.name}'")
@@ -379,8 +378,7 @@ class _Lowerer:
         if anc is cons or anc.attach[0] != "at" or anc.attach[1] is not owner or \
                 cons.op.shape != anc.op.shape or anc.name not in self.planned:
             return None
-        inside = owner.leaf.index(_leaf_of(owner, anc.attach[2])) >= owner.leaf.index(_leaf_of(owner, at))
-        return anc if inside else None
+        return anc if _inside(owner, anc.attach[2], at) else None
 
     def infer_region(self, p: Stage, cons: Stage, at: IterVar | None, outer=None, like=None) -> list[Interval]:
         """Region of ``p`` that ``cons`` reads inside loop ``at`` (loops outside and ``at`` fixed);
@@ -518,6 +516,11 @@ def _extents(st: Stage, data_ext: list[int] | None) -> dict[IterVar, int]:
         else:
             ext[r.fused] = ext[r.outer] * ext[r.inner]
     return ext
+
+
+def _inside(owner: Stage, v: IterVar, at: IterVar) -> bool:
+    """Whether loop ``v`` of ``owner`` is ``at`` or nested inside it."""
+    return owner.leaf.index(_leaf_of(owner, v)) >= owner.leaf.index(_leaf_of(owner, at))
 
 
 def _leaf_of(st: Stage, v: IterVar) -> IterVar:

@@ -47,12 +47,15 @@ def _sum2_combine(a, b):
 sum2 = comm_reducer(_sum2_combine, lambda d: (const(0, d[0]), const(0, d[1])), "sum2")
 
 
+def rescale(x: Expr, m: Expr) -> Expr:
+    """``exp(x - m)``, the factor a sum kept under running maximum ``x`` takes under ``m``; 1 where
+    the maximum did not move (which also keeps ``exp(-inf - -inf)`` out of empty rows)."""
+    return select(binary(Op.EQ, x, m), const(1, x.dtype), unary(Op.EXP, binary(Op.SUB, x, m)))
+
+
 def _online_combine(a, b):
     m = binary(Op.MAX, a[0], b[0])
-    # no exp where the maximum did not move: also keeps exp(-inf - -inf) out of empty rows
-    la = select(binary(Op.EQ, a[0], m), a[1], binary(Op.MUL, a[1], unary(Op.EXP, binary(Op.SUB, a[0], m))))
-    lb = select(binary(Op.EQ, b[0], m), b[1], binary(Op.MUL, b[1], unary(Op.EXP, binary(Op.SUB, b[0], m))))
-    return m, binary(Op.ADD, la, lb)
+    return m, binary(Op.ADD, binary(Op.MUL, a[1], rescale(a[0], m)), binary(Op.MUL, b[1], rescale(b[0], m)))
 
 
 def _online_identity(d):
@@ -162,31 +165,29 @@ def _first_of(b: Expr, second: ComputeOp, a: Expr, r: IterVar, ufunc: str, stop:
 
 
 def _match(op: ComputeOp, stop: set) -> Match | None:
-    """A one-pass opportunity whose second reduction is ``op``."""
-    for ufunc in ("add",):
-        got = _reduction(op, ufunc)
-        if got is None:
-            return None
-        val, r = got
-        try:
-            e = _expand(val, stop)
-        except _Bail:
-            return None
-        u = _square_of(e)
-        kind, first_ufunc = "var", "add"
-        if u is None and e.op is Op.EXP:
-            u, kind, first_ufunc = e.src[0], "softmax", "maximum"
-        if u is None or u.op is not Op.SUB:
-            return None
-        a, b = u.src
-        if not _mentions(a, r) or _mentions(b, r):
-            return None
-        try:
-            first = _first_of(b, op, a, r, first_ufunc, stop)
-        except _Bail:
-            return None
-        return Match(kind, first, op, a, b) if first is not None else None
-    return None
+    """A one-pass opportunity whose second reduction (a sum) is ``op``."""
+    got = _reduction(op, "add")
+    if got is None:
+        return None
+    val, r = got
+    try:
+        e = _expand(val, stop)
+    except _Bail:
+        return None
+    u = _square_of(e)
+    kind, first_ufunc = "var", "add"
+    if u is None and e.op is Op.EXP:
+        u, kind, first_ufunc = e.src[0], "softmax", "maximum"
+    if u is None or u.op is not Op.SUB:
+        return None
+    a, b = u.src
+    if not _mentions(a, r) or _mentions(b, r):
+        return None
+    try:
+        first = _first_of(b, op, a, r, first_ufunc, stop)
+    except _Bail:
+        return None
+    return Match(kind, first, op, a, b) if first is not None else None
 
 
 def matches(g: Graph) -> list[Match]:
@@ -203,7 +204,8 @@ def matches(g: Graph) -> list[Match]:
 
 
 def _fresh(m: Match):
-    """Functions of fresh index variables: ``a`` at reduce index ``k`` and ``b``."""
+    """``(r, at)``: the second reduction's reduce axis, and ``at(e, idx, k)``, expression ``e`` of
+    its axes (and of ``r``) at indices ``idx`` (and reduce index ``k``) of new ops."""
     second = m.second
     r = second.body[0].arg.axes[0]
 
@@ -248,4 +250,4 @@ def one_pass(m: Match) -> dict[Tensor, Tensor]:
     return {m.first.output(0): first, m.second.output(0): second}
 
 
-__all__ = ["Match", "matches", "one_pass", "online_softmax", "sum2"]
+__all__ = ["Match", "matches", "one_pass", "online_softmax", "rescale", "sum2"]

@@ -22,8 +22,9 @@ def rewrite(g: Graph, plan: dict, choice, hw=None) -> tuple[Graph, list]:
     chain's ops)."""
     position = {id(op): k for k, op in enumerate(g.compute_ops)}
     out, mapping, folds, taken = [], {}, [], set()
+    found = matches(g)
     if hw is None or not getattr(hw, "work_groups", False):
-        for m in match_attention(g):
+        for m in match_attention(g, found):
             c = choice("online", position[id(m.dot)], 0)
             out.append(c)
             if plan.get(c.knob, c.default):
@@ -31,7 +32,7 @@ def rewrite(g: Graph, plan: dict, choice, hw=None) -> tuple[Graph, list]:
                 mapping.update(new)
                 folds.append((fold, chain))
                 taken.add(id(m.soft.second))
-    for m in matches(g):
+    for m in found:
         c = choice("onepass", position[id(m.second)], 0)
         out.append(c)
         if plan.get(c.knob, c.default) and id(m.second) not in taken:

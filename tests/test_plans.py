@@ -80,7 +80,10 @@ def test_tuning_measures_plans_within_the_budget_and_compile_uses_the_winner(tmp
 def test_recorded_plans_are_checked():
     rec = {"workload": {"family": "fusion"}, "target": {"kind": "cpu"}, "config": {"inline3": 1, "epilogue7": 0}}
     validate_record(rec)
-    for bad in ({"inline": 1}, {"inline3": 2}, {"tile_x": 4}, {"epilogue1": "yes"}):
+    # every kind of decision a plan search stores (a shared log of tuned plans imports)
+    validate_record({**rec, "config": {"slice25": 0, "onepass12": 1, "online16": 1}})
+    for bad in ({"inline": 1}, {"inline3": 2}, {"tile_x": 4}, {"epilogue1": "yes"}, {"online": 1},
+                {"onepass3": 2}):
         with pytest.raises(ConfigError):
             validate_record({**rec, "config": bad})
 

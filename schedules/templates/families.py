@@ -130,20 +130,22 @@ class Generic(Template):
 
 
 class FusionPlan(Template):
-    """A compute segment's fusion plan (``fusion.Choice`` knobs ``inline<k>``/``epilogue<k>``, 0 or
-    1): it applies to a whole segment through ``fusion.fuse(s, hw, plan)``, not to a stage;
+    """A compute segment's fusion plan (``fusion.Choice`` knobs ``<kind><k>`` of the kinds in
+    ``fusion.CHOICE_KINDS``, 0 or 1): it applies to a whole segment through ``fusion.fuse(s, hw, plan)``, not to a stage;
     this template only checks recorded plans (autotune/plans.py tunes them)."""
 
     family = "fusion"
 
     def check_domain(self, config: dict) -> None:
         from ...dsl.errors import ConfigError
+        from ..fusion import CHOICE_KINDS
         if not isinstance(config, dict):
             raise ConfigError("config must be an object")
         for k, v in config.items():
             kind = k.rstrip("0123456789")
-            if kind not in ("inline", "epilogue") or kind == k:
-                raise ConfigError(f"unknown knob '{k}' for a fusion plan; knobs are inline<k> and epilogue<k>", k)
+            if kind not in CHOICE_KINDS or kind == k:
+                raise ConfigError(f"unknown knob '{k}' for a fusion plan; knobs are <kind><k> with kind one of "
+                                  f"{', '.join(CHOICE_KINDS)}", k)
             if not _flag(v):
                 raise ConfigError(f"knob '{k}' = {v!r} is outside its domain (0 or 1)", k)
 
