@@ -76,7 +76,7 @@ def run_config(out, data, hw):
     space = t.space(stage, hw)
     cfg = draw_config(data, space)
     feats = space.derived(cfg)      # what the tuner's cost model sees beside the knobs
-    assert len(feats) == 6 and all(0.0 <= v <= 1.0 for v in feats), (cfg, feats)
+    assert len(feats) == 7 and all(0.0 <= v <= 1.0 for v in feats), (cfg, feats)
     try:
         t.apply(s, stage, cfg, hw)
         f = hlotune.build(s)
@@ -278,3 +278,69 @@ def test_matrix_vector_products_reduce_along_the_contiguous_axis(transposed):
     ins = random_inputs([Y], seed=4)
     (got,), (ref,) = as_tuple(f(*ins)), evaluate([Y], ins)
     assert_close(got, ref, *MATMUL_F32)
+
+
+@SETTINGS
+@given(data=st.data(), batch=st.sampled_from([0, 0, 2]), m=st.sampled_from([2, 5, 13, 17, 31, 40, 64, 97]), n=SIZES,
+       k=st.sampled_from([64, 96, 192]),
+       ta=st.booleans(), tb=st.booleans(), epilogue=st.booleans())
+def test_k_blocks_match_on_awkward_shapes(data, batch, m, n, k, ta, tb, epilogue):
+    """With K blocks (``kc``) the tile accumulates a whole cache block one K block at a time;
+    random configs with ``kc`` set match the reference on tails, transposes, batch axes and an
+    epilogue (applied after the last K block)."""
+    from hlotune.autotune.task import extract_tasks
+    out = dot(batch, m, n, k, ta, tb)
+    if epilogue:
+        out = dsl.compute(out.shape, lambda *ix: dsl.maximum(out[ix] * 0.5, 0.0), name="E")
+    (task,) = [t for t in extract_tasks([out], None, get_target("cpu")) if t.root_op is out.op]
+    if task.family != "dot":
+        return
+    space = task.space
+    kcs = [v for v in space.knob("kc").values if v]
+    if not kcs:
+        return
+    cfg = {**draw_config(data, space), "kc": data.draw(st.sampled_from(kcs), label="kc")}
+    try:
+        f = hlotune.build(task.schedule(cfg))
+    except ScheduleError as e:
+        event(f"invalid: {str(e)[:40]}")
+        return
+    ins = random_inputs([out], seed=5)
+    assert_close(as_tuple(f(*ins))[0], evaluate([out], ins)[0], *MATMUL_F32, err_msg=str(cfg))
+    event("micro-kernel" if "hl_acc0" in f.source else "generic loops")
+
+
+@pytest.mark.parametrize("kc", [32, 64])
+def test_k_blocks_keep_the_micro_kernel_and_change_only_the_k_loop(kc):
+    """kc=32 on a 70 x 96 x 128 dot: the register tile still renders as the micro-kernel, now
+    inside a loop over the K blocks, reading the packed panels one K block at a time; the
+    answer matches, also with a tail block of rows."""
+    out = dot(0, 70, 96, 128, False, False)
+    s = hlotune.Schedule(out)
+    t = TEMPLATES["dot"]
+    hw = Hardware(vector_bytes=64, vector_regs=32, threads=2)
+    cfg = {"mr": 4, "nr": 32, "mb": 3, "nb": 1, "order": "nm", "pack_a": 1, "pack_b": 1, "unroll_k": 2,
+           "parallel": 1, "kc": kc}
+    t.apply(s, s.stage(out), cfg, hw)
+    f = hlotune.build(s)
+    assert micro_kernels(f.source) == 1
+    ko = next(line for line in f.source.splitlines() if "_outer < " in line and "v_r" in line)
+    assert f"< {128 // kc};" in ko
+    ins = random_inputs([out], seed=6)
+    assert_close(f(*ins), evaluate([out], ins)[0], *MATMUL_F32)
+
+
+def test_k_blocks_refuse_a_single_block_with_a_tail_and_old_configs_mean_none():
+    """A single cache block is the whole axis: with kc its tiles must divide it (else the tile
+    would leave the registers); a config recorded before kc existed means kc=0."""
+    out = dot(0, 70, 96, 128, False, False)
+    t = TEMPLATES["dot"]
+    hw = Hardware(vector_bytes=64, vector_regs=32, threads=2)
+    cfg = {"mr": 4, "nr": 32, "mb": 1, "nb": 1, "order": "nm", "pack_a": 1, "pack_b": 1, "unroll_k": 1, "parallel": 1}
+    s = hlotune.Schedule(out)
+    with pytest.raises(ScheduleError, match="kc=32 with one cache block of 70"):
+        t.apply(s, s.stage(out), {**cfg, "kc": 32}, hw)
+    old, new = hlotune.Schedule(out), hlotune.Schedule(out)
+    t.apply(old, old.stage(out), cfg, hw)
+    t.apply(new, new.stage(out), {**cfg, "kc": 0}, hw)
+    assert str(old.lower()) == str(new.lower())

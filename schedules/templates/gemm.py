@@ -13,6 +13,15 @@ operand is read along ``y`` (one vector per row of the tile), an *A* operand alo
         for k...: for xi (unrolled): for yi (vector): acc[xi, yi] += PA[...] * PB[...]
         out[...] = acc                      # edges guarded here only: packs are zero-padded
 
+With ``kc`` (K blocks of ``kc``; 0: none) the tile instead accumulates the whole cache block
+(``cache_write`` at the inner block loop), one K block at a time, so that the B micro-panel of
+``kc x nr`` that every row tile of the block reads stays in L1 (BLIS's KC)::
+
+      acc[block] = 0
+      for ko, yr, xr:                       # one K block; acc's tile loaded, updated, stored
+        for ki: for xi: for yi: acc[xr, xi, yr, yi] += PA[...] * PB[...]
+      out[block] = acc
+
 The renderer turns the tile's loop nest into vector registers and multiply-adds
 (runtime/codegen/microkernel.py). Convolutions are the same loops over an implicit GEMM:
 ``x`` is the output's width, ``K`` the window and input channels, ``B`` the weights.
@@ -124,7 +133,8 @@ class GemmFeatures:
     remainders (``mr`` x vectors against the register file, tiles that overhang the output, work
     split across threads) from a few dozen points. ``x``/``y``: output rows and columns,
     ``batch``: the extents of the leading axes, ``lanes``: vector lanes, ``regs``: vector
-    registers, ``threads``: the machine's threads."""
+    registers, ``threads``: the machine's threads, ``k``: the longest reduction, ``item``: bytes
+    of an element, ``l1``: the L1 data cache."""
 
     x: int
     y: int
@@ -132,6 +142,9 @@ class GemmFeatures:
     lanes: int
     regs: int
     threads: int
+    k: int = 1
+    item: int = 4
+    l1: int = 32 << 10
 
     def __call__(self, c: dict) -> tuple[float, ...]:
         nv = -(-c["nr"] // self.lanes)
@@ -148,8 +161,11 @@ class GemmFeatures:
             chunks = math.prod(lead[:_parallel_prefix(lead, c["parallel"], self.threads)])
         balance = chunks / (math.ceil(chunks / self.threads) * self.threads) if chunks > 1 else 1 / self.threads
         intensity = 2 * c["mr"] * nv / (c["mr"] + nv)     # multiply-adds per register loaded
+        # the B micro-panel a K block streams past every row tile, against L1 (1: half of L1)
+        panel_bytes = (c.get("kc") or self.k) * c["nr"] * self.item
         return (min(use, 1.5) / 1.5, float(use <= 1), self.x / (xo * c["mr"]), self.y / (yo * c["nr"]),
-                balance, math.log2(1 + intensity) / math.log2(1 + 2 * budget))
+                balance, math.log2(1 + intensity) / math.log2(1 + 2 * budget),
+                min(1.0, math.log2(1 + panel_bytes / self.l1) / math.log2(1 + 32)))
 
 
 class Gemm(Template):
@@ -159,7 +175,10 @@ class Gemm(Template):
     domains = {"mr": lambda v: v in MR_VALUES, "nr": lambda v: isinstance(v, int) and 1 <= v <= 256,
                "mb": lambda v: v in NBLOCKS, "nb": lambda v: v in NBLOCKS,
                "order": lambda v: v in ("nm", "mn"), "pack_a": _flag, "pack_b": _flag,
-               "unroll_k": is_pow2, "parallel": lambda v: v in (0, 1, 2)}
+               "unroll_k": is_pow2, "parallel": lambda v: v in (0, 1, 2),
+               "kc": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+    #: configs recorded before K blocks existed ran the whole reduction in each register tile
+    legacy = {"kc": 0}
 
     # ------------------------------------------------------------------ space
     def knobs(self, st: Stage, hw: Hardware) -> list[Knob]:
@@ -181,14 +200,16 @@ class Gemm(Template):
                 Knob("pack_a", (0, 1) if as_ and all(p for _, _, p in as_) else (0,)),
                 Knob("pack_b", (0, 1) if bs and all(p for _, _, p in bs) else (0,)),
                 Knob("unroll_k", tuple(u for u in (1, 2, 4, 8) if k % u == 0)),
-                Knob("parallel", par)]
+                Knob("parallel", par),
+                Knob("kc", (0, *k_blocks(k)) if xe > 1 else (0,))]
 
     def derived(self, st: Stage, hw: Hardware) -> GemmFeatures:
         op = tile_op(st)
         d = list(op.axis)
         return GemmFeatures(d[-2].extent if len(d) >= 2 else 1, d[-1].extent,
                             tuple(v.extent for v in d[:-2]), hw.lanes(op.body[0].dtype.itemsize),
-                            hw.vector_regs, hw.threads)
+                            hw.vector_regs, hw.threads, max(v.extent for v in op.reduce_axis),
+                            op.body[0].dtype.itemsize, hw.l1d)
 
     # ------------------------------------------------------------------ default
     def default_config(self, st: Stage, hw: Hardware) -> dict:
@@ -267,18 +288,36 @@ class Gemm(Template):
             check(c["mr"] == 1, "gemm: mr > 1 needs two output axes")
             xc = xr = xi = None
             blocks = [yc]
-        inner = xr if x is not None else yr
-        s.compute_at(cc, inner)
-        # the register tile: reductions outermost (longest innermost), then the unrolled rows
-        # (unit batch axes first), the vector columns last
         td, tr = list(tile.op.axis), list(tile.op.reduce_axis)
         big = max(tr, key=lambda v: v.extent)
         ks = [v for v in tr if v is not big] + [big]
+        outer: list = []
+        if c["kc"]:
+            # K blocks: the tile accumulates a whole cache block (at the inner block loop), one
+            # block of K at a time, so that a B micro-panel of kc rows stays in L1 across the rows
+            check(x is not None and big.extent % c["kc"] == 0, f"gemm: kc={c['kc']} needs rows and a "
+                  f"reduction of a multiple of it (the longest has {big.extent})")
+            for n, f, nblk in ((x.extent, c["mr"], c["mb"]), (y.extent, c["nr"], c["nb"])):
+                # a single block is the whole axis (its region is not padded): tiles must divide it
+                tiles = -(-n // f)
+                check(n % f == 0 or tiles > _blocks(tiles, nblk), f"gemm: kc={c['kc']} with one cache block "
+                      f"of {n} needs a register tile dividing it ({f} does not)")
+            s.compute_at(cc, blocks[-1])
+            kb, big = s.split(big, c["kc"])
+            ks[-1] = big
+            tyo, tyi = s.split(td[-1], c["nr"])
+            txo, txi = s.split(td[-2], c["mr"])
+            outer = [kb, *td[:-2], tyo, txo]
+            td = [txi, tyi]
+        else:
+            s.compute_at(cc, xr if x is not None else yr)
+        # the register tile: reductions outermost (longest innermost), then the unrolled rows
+        # (unit batch axes first), the vector columns last
         if c["unroll_k"] > 1:
             ko, ki = s.split(big, c["unroll_k"])
             ks = ks[:-1] + [ko, ki]
             s.unroll(ki)
-        s.reorder(*ks, *td)
+        s.reorder(*outer, *ks, *td)
         if len(td) >= 2 and td[-2].extent > 1:
             s.unroll(td[-2])
         s.vectorize(td[-1])
@@ -308,6 +347,12 @@ class Gemm(Template):
 
 class GemmConv(Gemm):
     family = "conv"
+
+
+def k_blocks(k: int) -> tuple[int, ...]:
+    """Sizes of K blocks for a reduction of ``k``: multiples of 8 (every ``unroll_k``) that
+    divide it, short of all of it."""
+    return tuple(v for v in (32, 48, 64, 96, 128, 192, 256, 384, 512) if v < k and k % v == 0)
 
 
 def _round_up(n: int, m: int) -> int:
