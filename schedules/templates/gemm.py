@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ...dsl.expr import walk
 from ...dsl.ops import Op
@@ -178,7 +179,7 @@ class Gemm(Template):
                "unroll_k": is_pow2, "parallel": lambda v: v in (0, 1, 2),
                "kc": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0}
     #: configs recorded before K blocks existed ran the whole reduction in each register tile
-    legacy = {"kc": 0}
+    legacy: ClassVar[dict] = {"kc": 0}
 
     # ------------------------------------------------------------------ space
     def knobs(self, st: Stage, hw: Hardware) -> list[Knob]:
