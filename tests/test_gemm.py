@@ -344,3 +344,29 @@ def test_k_blocks_refuse_a_single_block_with_a_tail_and_old_configs_mean_none():
     t.apply(old, old.stage(out), cfg, hw)
     t.apply(new, new.stage(out), {**cfg, "kc": 0}, hw)
     assert str(old.lower()) == str(new.lower())
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), layout=st.sampled_from(["NHWC", "NCHW"]), hw=st.sampled_from([6, 9]),
+       c_in=st.sampled_from([64, 96]), c_out=st.sampled_from([16, 33]), ksz=st.sampled_from([1, 3]),
+       stride=st.sampled_from([1, 2]))
+def test_k_blocks_on_convolutions_match(data, layout, hw, c_in, c_out, ksz, stride):
+    """Convolutions block their longest reduction (the input channels) the same way."""
+    out = conv(layout, hw, c_in, c_out, ksz, stride, False)
+    s = hlotune.Schedule(out)
+    fuse_default(s)
+    stage = s.stage(out)
+    if classify(stage) not in ("dot", "conv"):
+        return
+    t = TEMPLATES[classify(stage)]
+    space = t.space(stage, HOST)
+    cfg = {**draw_config(data, space), "kc": data.draw(st.sampled_from([v for v in space.knob("kc").values if v]))}
+    try:
+        t.apply(s, stage, cfg, HOST)
+        f = hlotune.build(s)
+    except ScheduleError as e:
+        event(f"invalid: {str(e)[:40]}")
+        return
+    ins = random_inputs([out], seed=7)
+    assert_close(as_tuple(f(*ins))[0], evaluate([out], ins)[0], *MATMUL_F32, err_msg=str(cfg))
+    event("micro-kernel" if "hl_acc0" in f.source else "generic loops")
