@@ -47,7 +47,8 @@ PACKED = {"mr": 6, "nr": 64, "mc": 96, "nc": 512}
 
 
 def packed(M, N, K, mr=6, nr=64, mc=96, nc=512):
-    """BLIS's loops: column blocks of ``nc`` (parallel) with B packed into [nc/nr][K][nr] panels,
+    """BLIS's loops: column blocks of ``nc`` (parallel) with B packed into [nc/nr][K][nr] panels
+    (filled row by row of B),
     row blocks of ``mc`` with A packed into [mc/mr][K][mr] panels, and an mr x nr register tile
     (k outermost, rows unrolled, columns vectorized) that the renderer keeps in vector registers.
     Returns the schedule and (A, B, C)."""
@@ -70,7 +71,9 @@ def packed(M, N, K, mr=6, nr=64, mc=96, nc=512):
     s.vectorize(cj)
     PB = s.cache_read(B, "shared", [CC], layout=(1, 0, 2), split=((1, nr),))
     s.compute_at(PB, jc)
-    s.vectorize(s.stage(PB).leaf[-1])
+    panels, rows, lanes = PB.op.axis
+    s.reorder(rows, panels, lanes)      # each row of B read once, across all panels
+    s.vectorize(lanes)
     PA = s.cache_read(A, "shared", [CC], layout=(0, 2, 1), split=((0, mr),))
     s.compute_at(PA, ic)
     s.vectorize(ji)

@@ -328,6 +328,11 @@ class Gemm(Template):
                 split, layout = panel(t, dim, yi.extent)
                 p = s.cache_read(t, "shared", [tile.name], layout, split)
                 s.compute_at(p, yc)
+                ax = list(s.stage(p).op.axis)
+                if dim == len(t.shape) - 1 and len(ax) > 2:
+                    # read each source row once across all panels (sequential, as the prefetcher
+                    # wants) rather than a panel's few lines per row with a row's stride
+                    s.reorder(*ax[1:-1], ax[0], ax[-1])
                 s.vectorize(s.stage(p).leaf[-1])
         if c["pack_a"]:
             for t, dim, _ in as_:
