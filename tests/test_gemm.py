@@ -358,3 +358,15 @@ def test_k_blocks_on_convolutions_match(data, layout, hw, c_in, c_out, ksz, stri
     out = conv(layout, hw, c_in, c_out, ksz, stride, False)
     if classify(hlotune.Schedule(out).stage(out)) in ("dot", "conv"):
         run_config(out, data, HOST, k_blocks=True)
+
+
+def test_k_block_knob_domain_refuses_sizes_no_workload_has():
+    """An imported log is checked against the knob's domain before its workload is known: kc is
+    0 or one of the K block sizes, never a size like 100 or a flag."""
+    from hlotune.dsl.errors import ConfigError
+    t = TEMPLATES["dot"]
+    t.check_domain({"kc": 0})
+    t.check_domain({"kc": 128})
+    for bad in (100, -32, True, 128.0, "128"):
+        with pytest.raises(ConfigError, match="kc"):
+            t.check_domain({"kc": bad})

@@ -43,6 +43,8 @@ from .base import Knob, Template, is_pow2
 
 MR_VALUES = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16)
 NR_VECTORS = (1, 2, 3, 4, 6, 8)
+#: K block sizes (``kc``): multiples of 8, so that every ``unroll_k`` divides them
+K_BLOCKS = (32, 48, 64, 96, 128, 192, 256, 384, 512)
 #: how many cache blocks an axis is cut into (blocks of whole register tiles)
 NBLOCKS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 
@@ -177,7 +179,7 @@ class Gemm(Template):
                "mb": lambda v: v in NBLOCKS, "nb": lambda v: v in NBLOCKS,
                "order": lambda v: v in ("nm", "mn"), "pack_a": _flag, "pack_b": _flag,
                "unroll_k": is_pow2, "parallel": lambda v: v in (0, 1, 2),
-               "kc": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0}
+               "kc": lambda v: isinstance(v, int) and not isinstance(v, bool) and (v == 0 or v in K_BLOCKS)}
     #: configs recorded before K blocks existed ran the whole reduction in each register tile
     legacy: ClassVar[dict] = {"kc": 0}
 
@@ -358,7 +360,7 @@ class GemmConv(Gemm):
 def k_blocks(k: int) -> tuple[int, ...]:
     """Sizes of K blocks for a reduction of ``k``: multiples of 8 (every ``unroll_k``) that
     divide it, short of all of it."""
-    return tuple(v for v in (32, 48, 64, 96, 128, 192, 256, 384, 512) if v < k and k % v == 0)
+    return tuple(v for v in K_BLOCKS if v < k and k % v == 0)
 
 
 def _round_up(n: int, m: int) -> int:
