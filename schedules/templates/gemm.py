@@ -298,8 +298,7 @@ class Gemm(Template):
         if c["kc"]:
             # K blocks: the tile accumulates a whole cache block (at the inner block loop), one
             # block of K at a time, so that a B micro-panel of kc rows stays in L1 across the rows
-            check(x is not None and big.extent % c["kc"] == 0, f"gemm: kc={c['kc']} needs rows and a "
-                  f"reduction of a multiple of it (the longest has {big.extent})")
+            # (the space offers kc only with rows, and only sizes that divide the reduction)
             for n, f, nblk in ((x.extent, c["mr"], c["mb"]), (y.extent, c["nr"], c["nb"])):
                 # a single block is the whole axis (its region is not padded): tiles must divide it
                 tiles = -(-n // f)
