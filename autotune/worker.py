@@ -101,13 +101,17 @@ def handle(req: dict, cache: dict) -> dict:
 def main() -> None:
     cache: dict = {}
     for line in sys.stdin:
+        stop = False
         try:
             reply = handle(json.loads(line), cache)
         except Exception as e:  # noqa: BLE001  (any failure of the candidate is reported, not raised)
             reply = {"ok": False, "failure": "runtime_error",
                      "message": f"{type(e).__name__}: {e}\n{traceback.format_exc(limit=3)}"}
+            stop = getattr(e, "restart_worker", False)   # the device is unusable in this process
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
+        if stop:
+            return
 
 
 if __name__ == "__main__":

@@ -299,52 +299,12 @@ def _number(positive: bool):
     return parse
 
 
-def _mib(n: int) -> str:
-    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 2**k:
-            return f"{n / 2**k:.4g} {unit}"
-    return f"{n} B"
-
-
 def cmd_devices(args) -> int:
-    """The CPU target and every OpenCL platform/device with its limits."""
-    from .dsl.errors import MissingDependencyError
-    from .runtime.targets import get_target
-    cpu = get_target("cpu")
-    print(f"cpu: {cpu.device}")
-    print(f"  compiler {cpu.compiler.cc} ({cpu.compiler.version}), {cpu.threads} threads, key {cpu.key}")
-    from .runtime import opencl as ocl
-    try:
-        ocl._cl()
-        devs = ocl.devices()
-    except MissingDependencyError as e:
-        print(f"opencl: unavailable: {e}")
-        return 0
-    if not devs:
-        print("opencl: no OpenCL platform or device found (pip install 'hlotune[opencl]' installs CPU drivers; "
-              "GPU drivers come with the vendor's OpenCL runtime)")
-        return 0
-    default = None
-    try:
-        default = ocl.select_device("opencl")[:2]
-    except HlotuneError:
-        pass
-    plat = None
-    for pi, di, d in devs:
-        if pi != plat:
-            plat = pi
-            p = d.platform
-            print(f"opencl platform {pi}: {p.name.strip()} ({p.vendor.strip()}, {p.version.strip()})")
-        t = ocl.opencl_target(f"opencl:{pi}:{di}")
-        err = ocl._probe(pi, di)
-        tag = " [default for 'opencl']" if (pi, di) == default else ""
-        print(f"  opencl:{pi}:{di}  {t.device}{tag}")
-        print(f"    driver {t.driver_version}, {t.opencl_version.strip()}, {t.compute_units} compute units")
-        print(f"    max work-group {t.max_work_group_size}, work-item sizes {list(t.max_work_item_sizes)}, "
-              f"local mem {_mib(t.local_mem_size)}, global mem {_mib(t.global_mem_size)}, "
-              f"max parameter size {t.max_parameter_size} bytes")
-        print(f"    fp16 {'yes' if t.fp16 else 'no'}, fp64 {'yes' if t.fp64 else 'no'}, "
-              f"builds kernels: {'yes' if err is None else 'no (' + err + ')'}, key {t.key}")
+    """Every device kind's devices with their limits (each backend's ``describe``)."""
+    from .runtime.backends import backend, kinds
+    for kind in kinds():
+        for line in backend(kind).describe():
+            print(line)
     return 0
 
 
@@ -423,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", metavar="FILE", help="write to this file instead of printing")
     rp.add_argument("--plot", metavar="PNG", help="also plot the view to this image (the [plot] extra)")
     rp.set_defaults(fn=cmd_report)
-    dv = sub.add_parser("devices", help="list the CPU target and the OpenCL devices with their limits")
+    dv = sub.add_parser("devices", help="list the CPU target, the OpenCL and the CUDA devices with their limits")
     dv.set_defaults(fn=cmd_devices)
     ex = sub.add_parser("export", help="export a database's trials as a JSON-lines log")
     ex.add_argument("log", help="the JSON-lines file to write")

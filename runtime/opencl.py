@@ -477,3 +477,44 @@ class SpecRunner:
             return sum(e.profile.end - e.profile.start for e in evs) * 1e-9
 
         return measure(run_n, repeat, min_repeat_ms, number, warmup_ms=warmup_ms)
+
+
+def _mib(n: int) -> str:
+    for unit, k in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 2**k:
+            return f"{n / 2**k:.4g} {unit}"
+    return f"{n} B"
+
+
+def describe() -> list[str]:
+    """Lines listing every OpenCL platform and device with its limits (``hlotune devices``)."""
+    try:
+        _cl()
+        devs = devices()
+    except MissingDependencyError as e:
+        return [f"opencl: unavailable: {e}"]
+    if not devs:
+        return ["opencl: no OpenCL platform or device found (pip install 'hlotune[opencl]' installs CPU drivers; "
+                "GPU drivers come with the vendor's OpenCL runtime)"]
+    default = None
+    try:
+        default = select_device("opencl")[:2]
+    except TargetError:
+        pass
+    out, plat = [], None
+    for pi, di, d in devs:
+        if pi != plat:
+            plat = pi
+            p = d.platform
+            out.append(f"opencl platform {pi}: {p.name.strip()} ({p.vendor.strip()}, {p.version.strip()})")
+        t = opencl_target(f"opencl:{pi}:{di}")
+        err = _probe(pi, di)
+        tag = " [default for 'opencl']" if (pi, di) == default else ""
+        out += [f"  opencl:{pi}:{di}  {t.device}{tag}",
+                f"    driver {t.driver_version}, {t.opencl_version.strip()}, {t.compute_units} compute units",
+                f"    max work-group {t.max_work_group_size}, work-item sizes {list(t.max_work_item_sizes)}, "
+                f"local mem {_mib(t.local_mem_size)}, global mem {_mib(t.global_mem_size)}, "
+                f"max parameter size {t.max_parameter_size} bytes",
+                f"    fp16 {'yes' if t.fp16 else 'no'}, fp64 {'yes' if t.fp64 else 'no'}, "
+                f"builds kernels: {'yes' if err is None else 'no (' + err + ')'}, key {t.key}"]
+    return out

@@ -36,6 +36,7 @@ from ..dsl import dtypes as dt
 from ..dsl.errors import ScheduleError
 from ..dsl.expr import Expr, IterVar, as_expr, binary, walk
 from ..dsl.ops import Op
+from .gpu_gemm import gemm_plan
 from .loops import (
     Allocate,
     Barrier,
@@ -45,6 +46,7 @@ from .loops import (
     Let,
     LoopKind,
     LoweredFunc,
+    MatmulKernel,
     Seq,
     Stmt,
     Store,
@@ -66,6 +68,8 @@ class GpuLimits:
     local_mem_size: int | None = None
     max_parameter_size: int | None = None
     max_private_bytes: int = 16384
+    compute_capability: int | None = None      # CUDA devices (e.g. 90); None: unknown
+    shared_optin: int | None = None            # dynamic shared memory a CUDA block may opt in to
 
 
 #: no limits checked (the interpreter, tests)
@@ -88,12 +92,14 @@ class Scratch:
 @dataclass(frozen=True)
 class Launch:
     """One kernel enqueue: its arguments (function Buffers or Scratch) and global/local sizes
-    in work-items (``local_size`` None: the runtime picks the group shape)."""
+    in work-items (``local_size`` None: the runtime picks the group shape); ``shared_bytes`` of
+    dynamic shared memory per group (CUDA's launch parameter; 0 for most kernels)."""
 
     name: str
     args: tuple
     global_size: tuple[int, ...]
     local_size: tuple[int, ...] | None
+    shared_bytes: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -177,8 +183,8 @@ def _buffers(stmts) -> set[int]:
     out: set[int] = set()
     for root in stmts:
         for s in walk_stmts(root):
-            if isinstance(s, Store):
-                out.add(id(s.buffer))
+            if isinstance(s, (Store, MatmulKernel)):
+                out.add(id(s.buffer if isinstance(s, Store) else s.out))
             out.update(id(e.arg) for e in walk(stmt_exprs(s)) if e.op is Op.LOAD)
     return out
 
@@ -251,8 +257,28 @@ def _map_binds(root: Stmt, limits: GpuLimits) -> tuple[dict, tuple[int, ...], tu
     return mapped, tuple(g * n for g, n in zip(size["group"][:ndim], local)), local
 
 
+def _gemm_kernel(fn: LoweredFunc, name: str, node: MatmulKernel, roots: dict[int, Scratch],
+                 limits: GpuLimits) -> Kernel:
+    """A MatmulKernel's own kernel: a 1-D grid of blocks (batch x row tiles x column tiles)."""
+    plan = gemm_plan(node, limits.compute_capability)
+    t = plan.params.threads
+    if limits.max_work_group_size and t > limits.max_work_group_size:
+        raise ScheduleError(f"gpu_gemm: {t} threads per block exceed {limits.device}'s maximum work-group size "
+                            f"{limits.max_work_group_size}")
+    cap = limits.shared_optin or limits.local_mem_size
+    if cap and plan.shared_bytes > cap:
+        raise ScheduleError(f"gpu_gemm: {plan.shared_bytes} bytes of shared memory per block exceed "
+                            f"{limits.device}'s {cap}")
+    used = _buffers([node])
+    args = tuple(b for b in fn.args if id(b) in used) + tuple(sc for k, sc in roots.items() if k in used)
+    launch = Launch(name, args, (plan.blocks * t,), (t,), plan.shared_bytes)
+    return Kernel(launch, node, (), (), None)
+
+
 def _lower_kernel(fn: LoweredFunc, name: str, kind: str, stmts: list[Stmt], roots: dict[int, Scratch],
                   limits: GpuLimits) -> Kernel:
+    if kind == "gemm":
+        return _gemm_kernel(fn, name, stmts[0], roots, limits)
     mapped, gsize, lsize, chain = {}, (1,), None, []
     if kind == "bind":
         mapped, gsize, lsize = _map_binds(stmts[0], limits)
@@ -311,7 +337,8 @@ def lower_gpu(fn: LoweredFunc, limits: GpuLimits = UNLIMITED) -> GpuProgram:
         body = body.body
     groups: list[tuple[str, list[Stmt]]] = []
     for r in (body.stmts if isinstance(body, Seq) else (body,)):
-        kind = "bind" if bound_loops(r) else ("gid" if gid_chain(r) else "one")
+        kind = "gemm" if isinstance(r, MatmulKernel) else "bind" if bound_loops(r) else \
+            ("gid" if gid_chain(r) else "one")
         if kind == "one" and groups and groups[-1][0] == "one":
             groups[-1][1].append(r)
         else:

@@ -16,7 +16,9 @@ class Hardware:
     AVX2, 16 for SSE/NEON, 0 when unknown); ``vector_regs``: how many such registers; ``fma``:
     fused multiply-add instructions; cache sizes in bytes (``l1d`` and ``l2`` per core, ``l3``
     shared); ``threads``: the threads kernels run on; ``isa``: feature names, e.g. 'avx512f';
-    ``work_groups``: loops run on a grid of work-groups (GPUs), with their limits."""
+    ``work_groups``: loops run on a grid of work-groups (GPUs), with their limits; CUDA devices
+    add ``compute_capability`` (e.g. 90 for sm_90), the shared memory a block may opt in to, their
+    multiprocessors and registers per block (0 when unknown or not a CUDA device)."""
 
     arch: str = "unknown"
     vector_bytes: int = 16
@@ -31,6 +33,10 @@ class Hardware:
     work_groups: bool = False
     max_work_group_size: int = 0
     local_mem_bytes: int = 0
+    compute_capability: int = 0
+    shared_optin_bytes: int = 0
+    multiprocessors: int = 0
+    registers_per_block: int = 0
 
     def lanes(self, itemsize: int) -> int:
         """Elements of ``itemsize`` bytes in one vector register (at least 1)."""
@@ -40,7 +46,9 @@ class Hardware:
         return {"arch": self.arch, "vector_bytes": self.vector_bytes, "vector_regs": self.vector_regs,
                 "fma": self.fma, "l1d": self.l1d, "l2": self.l2, "l3": self.l3, "threads": self.threads,
                 "isa": list(self.isa), "work_groups": self.work_groups,
-                "max_work_group_size": self.max_work_group_size, "local_mem_bytes": self.local_mem_bytes}
+                "max_work_group_size": self.max_work_group_size, "local_mem_bytes": self.local_mem_bytes,
+                "compute_capability": self.compute_capability, "shared_optin_bytes": self.shared_optin_bytes,
+                "multiprocessors": self.multiprocessors, "registers_per_block": self.registers_per_block}
 
 
 #: a conservative machine for code paths that know nothing better (SSE-class, 16 registers)

@@ -148,6 +148,23 @@ class Barrier(Stmt):
 
 
 @dataclass(frozen=True, eq=False)
+class MatmulKernel(Stmt):
+    """A whole (batched) matrix product computed by one GPU kernel (schedules/gpu_gemm.py):
+    ``out[out_index] = sum over k of a * b`` for every value of the ``batch``, ``m`` and ``n``
+    variables, where ``a`` reads batch/m/k variables, ``b`` batch/n/k ones and ``out_index``
+    indexes ``out`` by the data variables. ``params`` are the kernel's (GemmParams items)."""
+    out: Buffer
+    out_index: tuple[Expr, ...]
+    batch: tuple[IterVar, ...]
+    m: tuple[IterVar, ...]
+    n: tuple[IterVar, ...]
+    k: tuple[IterVar, ...]
+    a: Expr
+    b: Expr
+    params: tuple
+
+
+@dataclass(frozen=True, eq=False)
 class Seq(Stmt):
     stmts: tuple[Stmt, ...]
 
@@ -189,6 +206,8 @@ def stmt_exprs(s: Stmt) -> list[Expr]:
     """The expressions ``s`` itself holds (not those of nested statements)."""
     if isinstance(s, Store):
         return [s.value, *s.indices]
+    if isinstance(s, MatmulKernel):
+        return [s.a, s.b, *s.out_index]
     if isinstance(s, For):
         return [s.extent]
     if isinstance(s, If):
@@ -228,4 +247,9 @@ def stmt_str(s: Stmt, depth: int = 0) -> str:
         return f"{pad}{s.var.name} = {s.axis}_id({s.dim})\n" + stmt_str(s.body, depth)
     if isinstance(s, Barrier):
         return f"{pad}barrier()\n"
+    if isinstance(s, MatmulKernel):
+        ax = ", ".join(v.name for v in (*s.batch, *s.m, *s.n))
+        return (f"{pad}{s.out.name}[{', '.join(expr_str(i) for i in s.out_index)}] = gpu_gemm[{ax}]("
+                f"sum over {', '.join(v.name for v in s.k)} of {expr_str(s.a)} * {expr_str(s.b)}; "
+                f"{dict(s.params)})\n")
     raise TypeError(f"not a statement: {s!r}")

@@ -19,7 +19,24 @@ from ..dsl.expr import Expr, IterVar, as_expr, binary, substitute, walk
 from ..dsl.ops import Op
 from ..dsl.tensor import PlaceholderOp, Tensor, input_tensors
 from .bounds import Interval, const_difference, interval, simplify_index, static_range
-from .loops import Allocate, Assign, Barrier, Buffer, For, If, Let, LoopKind, LoweredFunc, Seq, Stmt, Store, Thread, seq
+from .gpu_gemm import gemm_form
+from .loops import (
+    Allocate,
+    Assign,
+    Barrier,
+    Buffer,
+    For,
+    If,
+    Let,
+    LoopKind,
+    LoweredFunc,
+    MatmulKernel,
+    Seq,
+    Stmt,
+    Store,
+    Thread,
+    seq,
+)
 from .schedule import FuseRel, Schedule, SplitRel, Stage, check
 from .xreduce import bound_reduce_axis, cross_item_reduce
 
@@ -155,6 +172,8 @@ class _Lowerer:
         """Loop nest computing stage ``st``; ``dom`` maps each data axis to the region computed
         (None: the whole axis)."""
         op = st.op
+        if st.tensorize is not None:
+            return self.tensorized(st)
         ext = _extents(st, [dom[v].ext for v in op.axis] if dom else None)
         val: dict[IterVar, Expr] = {v: v.var for v in st.leaf}
         tails: list[SplitRel] = []
@@ -251,6 +270,17 @@ class _Lowerer:
             return self.wrap(st, st.leaf[:first_red], seq(init_nest, inner), loop_ext)
         stores = seq(*[Store(b, store_idx, self.to_buffers(x)) for b, x in zip(bufs, body)])
         return self.wrap(st, st.leaf, guarded(stores, False), loop_ext)
+
+    def tensorized(self, st: Stage) -> Stmt:
+        """The one statement computing a tensorized root stage (its intrinsic's node)."""
+        value = self.body(st)[0].src[0]
+        form = gemm_form(st.op.axis, st.op.reduce_axis, value)
+        check(not isinstance(form, str), f"tensorize gpu_gemm: '{st.name}' is not a matrix product: {form}")
+        for v in st.op.axis + st.op.reduce_axis:
+            self.ranges[v] = (0, v.extent - 1)
+        out = self.regions[st.name].buffers[0]
+        return MatmulKernel(out, tuple(v.var for v in st.op.axis), form.batch, form.m, form.n, form.k,
+                            self.to_buffers(form.a), self.to_buffers(form.b), st.tensorize[1])
 
     def overcomputable(self, st: Stage, absval: dict) -> bool:
         """Whether a stage computed over a region may run on the whole region even where it

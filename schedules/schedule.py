@@ -18,9 +18,11 @@ from ..dsl.errors import ScheduleError
 from ..dsl.expr import Expr, IterVar, ReduceSpec, binary, const, select, substitute
 from ..dsl.ops import Op
 from ..dsl.tensor import ComputeOp, Graph, Tensor, input_tensors
+from .gpu_gemm import GemmParams, gemm_form
 from .loops import LoopKind, Thread
 from .steps import (
     ANNOTATIONS,
+    INTRINSICS,
     Annotate,
     Bind,
     CacheRead,
@@ -30,6 +32,7 @@ from .steps import (
     Fuse,
     Reorder,
     Split,
+    Tensorize,
     step_from_json,
     step_to_json,
 )
@@ -71,6 +74,7 @@ class Stage:
     origin: ComputeOp | None = None                      # op before cache_write (what readers load)
     former: list = field(default_factory=list)           # ops this stage's op replaced (cache_read)
     local: dict = field(default_factory=dict)            # IterVar -> its unique name in this stage
+    tensorize: tuple | None = None                       # (intrinsic, params) computing the stage whole
 
     def __post_init__(self):
         for v in self.op.axis + self.op.reduce_axis:
@@ -246,6 +250,13 @@ class Schedule:
         """Substitute ``tensor``'s definition into its readers (no buffer, no loop nest)."""
         self.apply(ComputeInline(self.stage(tensor).name))
 
+    def tensorize(self, tensor, intrinsic: str, params=()) -> None:
+        """Compute root stage ``tensor`` whole with kernel ``intrinsic`` of ``params`` (a dict or
+        ``(name, value)`` pairs): ``gpu_gemm`` is one GPU matrix-product kernel
+        (schedules/gpu_gemm.py). The stage then takes no other step."""
+        items = tuple(sorted(dict(params).items()))
+        self.apply(Tensorize(self.stage(tensor).name, intrinsic, items))
+
     def cache_read(self, tensor, scope: str = "shared", readers=None, layout=None, split=()) -> Tensor:
         """Copy ``tensor`` (an input or a stage) into a new stage ``<name>.<scope>`` that
         ``readers`` (default: every stage reading it) load instead: ``cache[i] = tensor[i]``.
@@ -325,8 +336,14 @@ class Schedule:
 def apply_step(s: Schedule, step):
     """Apply one step record to schedule ``s``, checking its preconditions."""
     if isinstance(step, CacheRead):
+        check(all(s.stage(r).tensorize is None for r in step.readers),
+              f"cache_read: a reader of '{step.stage}' is tensorized (its kernel reads its operands itself)")
         return _cache_read(s, step)
     st = s.stage(step.stage)
+    check(st.tensorize is None, f"stage '{st.name}' is tensorized ({st.tensorize and st.tensorize[0]}); it takes no "
+          "other step")
+    if isinstance(step, Tensorize):
+        return _tensorize(s, st, step)
     if isinstance(step, Split):
         check(isinstance(step.factor, int) and step.factor >= 1,
               f"split '{step.axis}' of stage '{st.name}': factor must be a positive int, got {step.factor!r}")
@@ -381,6 +398,7 @@ def apply_step(s: Schedule, step):
         return None
     if isinstance(step, ComputeAt):
         tgt = s.stage(step.target)
+        check(tgt.tensorize is None, f"compute_at: '{tgt.name}' is tensorized; it has no loops to compute at")
         v = tgt.leaf_var(step.axis)
         check(tgt is not st, f"compute_at: stage '{st.name}' cannot be computed inside itself")
         check(st.op.num_outputs == 1 or st.op.is_reduction,
@@ -405,6 +423,20 @@ def apply_step(s: Schedule, step):
         check(st.origin is None, f"cache_write: '{st.name}' already has a cache stage")
         return _cache_write(s, st, step.scope)
     raise ScheduleError(f"unknown schedule step {step!r}")
+
+
+def _tensorize(s: Schedule, st: Stage, step: Tensorize) -> None:
+    check(step.intrinsic in INTRINSICS, f"tensorize: unknown intrinsic '{step.intrinsic}'; expected one of "
+          f"{list(INTRINSICS)}")
+    check(st.attach == ("root",) and not st.relations and not st.annotations,
+          f"tensorize: '{st.name}' must be a root stage with no other step (tensorize it first)")
+    check(st.op.is_reduction and st.op.num_outputs == 1 and st.op.body[0].arg.reducer.name == "sum"
+          and st.op.body[0].arg.where is None,
+          f"tensorize {step.intrinsic}: '{st.name}' is not a sum reduction with one output")
+    GemmParams.from_items(step.params)
+    why = gemm_form(st.op.axis, st.op.reduce_axis, st.op.body[0].src[0])
+    check(not isinstance(why, str), f"tensorize gpu_gemm: '{st.name}' is not a matrix product: {why}")
+    st.tensorize = (step.intrinsic, tuple(tuple(x) for x in step.params))
 
 
 def _is_output(s: Schedule, st: Stage) -> bool:

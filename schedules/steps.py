@@ -87,8 +87,19 @@ class CacheRead:
     split: tuple[tuple[int, int], ...] = ()
 
 
+@dataclass(frozen=True)
+class Tensorize:
+    """Compute root stage ``stage`` whole with the kernel ``intrinsic`` (``gpu_gemm``: one GPU
+    matrix-product kernel, schedules/gpu_gemm.py) of parameters ``params`` (``(name, value)``
+    pairs). A tensorized stage takes no other step."""
+    stage: str
+    intrinsic: str
+    params: tuple[tuple[str, int], ...] = ()
+
+
 STEP_TYPES = {c.__name__: c for c in (Split, Reorder, Fuse, Annotate, Bind, ComputeAt,
-                                      ComputeInline, CacheWrite, CacheRead)}
+                                      ComputeInline, CacheWrite, CacheRead, Tensorize)}
+INTRINSICS = ("gpu_gemm",)
 ANNOTATIONS = ("parallel", "vectorize", "unroll")
 
 

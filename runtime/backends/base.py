@@ -64,5 +64,10 @@ class Backend:
         """Worker side: the Runner of the candidate an ``op`` 'run' request names."""
         raise NotImplementedError
 
+    # ------------------------------------------------------------------ listing
+    def describe(self) -> list[str]:
+        """Lines for ``hlotune devices``: this kind's devices and their limits (or why none)."""
+        return [f"{self.kind}: (this backend lists no devices)"]
+
 
 __all__ = ["Backend", "Runner"]

@@ -60,5 +60,9 @@ class CPUBackend(Backend):
     def runner(self, req: dict, cache: dict) -> Runner:
         return LibraryRunner(Library(Path(req["so"])))
 
+    def describe(self) -> list[str]:
+        t = self.target("cpu")
+        return [f"cpu: {t.device}", f"  compiler {t.compiler.cc} ({t.compiler.version}), {t.threads} threads, key {t.key}"]
+
 
 __all__ = ["CPUBackend", "LibraryRunner"]

@@ -52,5 +52,9 @@ class OpenCLBackend(Backend):
             raise DeviceError("no OpenCL program was built")
         return cache["opencl"]      # SpecRunner has Runner's run/time
 
+    def describe(self) -> list[str]:
+        from ..opencl import describe
+        return describe()
+
 
 __all__ = ["OpenCLBackend"]

@@ -26,8 +26,9 @@ from ...dsl import dtypes as dt
 from ...dsl.errors import CompileError, MissingDependencyError
 from ...dsl.ops import Op
 from ...schedules.gpu_lower import GpuLimits
-from ...schedules.loops import LoweredFunc
+from ...schedules.loops import LoweredFunc, MatmulKernel
 from .gpu import GPURenderer, Program
+from .gpu_gemm import GEMM_HELPERS, render_gemm
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, rounding_helpers
 
 _TYPES = {"float32": "float", "float64": "double", "bool": "bool", "int8": "signed char", "int16": "short",
@@ -60,11 +61,12 @@ HL_INLINE unsigned long long hl_bitcast_f64_u64(double x) { return (unsigned lon
 HL_INLINE double hl_bitcast_i64_f64(long long x) { return __longlong_as_double(x); }
 HL_INLINE double hl_bitcast_u64_f64(unsigned long long x) { return __longlong_as_double((long long)x); }
 """] + rounding_helpers(ty)
-    return "".join(out + float_helpers(ty) + int_helpers(ty) + int_bitcasts(ty))
+    return "".join(out + float_helpers(ty) + int_helpers(ty) + int_bitcasts(ty)) + GEMM_HELPERS
 
 
 class CUDARenderer(GPURenderer):
-    """CUDA C++ kernels (see the module docstring); the limits default to a current NVIDIA GPU's."""
+    """CUDA C++ kernels (see the module docstring); the limits default to a current NVIDIA GPU's
+    (sm_80: 1024 threads per block, 48 KiB of static and 163 KiB of opt-in shared memory)."""
 
     kernel_prefix = 'extern "C" __global__ '
     arg_qualifier = ""
@@ -79,8 +81,10 @@ class CUDARenderer(GPURenderer):
     type_families = frozenset()      # complex, sub-byte and sub-16-bit float types: refused (TargetError)
 
     def __init__(self, max_work_group_size: int | None = 1024, max_work_item_sizes: tuple | None = (1024, 1024, 64),
-                 local_mem_size: int | None = 48 * 1024, device: str = "the CUDA device"):
-        super().__init__(GpuLimits(device, max_work_group_size, max_work_item_sizes, local_mem_size))
+                 local_mem_size: int | None = 48 * 1024, device: str = "the CUDA device",
+                 compute_capability: int | None = 80, shared_optin: int | None = 163 << 10):
+        super().__init__(GpuLimits(device, max_work_group_size, max_work_item_sizes, local_mem_size,
+                                   compute_capability=compute_capability, shared_optin=shared_optin))
 
     def ctype(self, d, storage: bool = False) -> str:
         if d is dt.bfloat16:
@@ -96,6 +100,11 @@ class CUDARenderer(GPURenderer):
 
     def preamble(self, fn: LoweredFunc) -> str:
         return cuda_helpers()
+
+    def stmt(self, s, depth: int) -> list[str]:
+        if isinstance(s, MatmulKernel):
+            return render_gemm(self, s, self.limits.compute_capability)
+        return super().stmt(s, depth)
 
     def thread_index(self, axis: str, d: int) -> str:
         x = "xyz"[d]
@@ -114,6 +123,14 @@ class CUDARenderer(GPURenderer):
 def render_cuda(fn: LoweredFunc, **caps) -> Program:
     """The CUDA program of ``fn``: source plus launches (grid = global size / block size)."""
     return CUDARenderer(**caps).program(fn)
+
+
+def render_for(fn: LoweredFunc, target) -> Program:
+    """``fn``'s CUDA program with ``target``'s limits (a runtime.cuda.CUDATarget)."""
+    cc = target.compute_capability
+    return CUDARenderer(target.max_threads_per_block, tuple(target.max_block_dims), target.shared_per_block,
+                        device=target.device, compute_capability=10 * cc[0] + cc[1],
+                        shared_optin=target.shared_optin).program(fn)
 
 
 def compile_cuda(source: str, arch: str = "sm_80", timeout: float = 300.0) -> Path:
@@ -142,4 +159,4 @@ def compile_cuda(source: str, arch: str = "sm_80", timeout: float = 300.0) -> Pa
     return ptx
 
 
-__all__ = ["CUDARenderer", "compile_cuda", "cuda_helpers", "render_cuda"]
+__all__ = ["CUDARenderer", "compile_cuda", "cuda_helpers", "render_cuda", "render_for"]

@@ -206,7 +206,11 @@ def templates_for(hw=None) -> dict:
     hw = as_hardware(hw or 1)
     if hw.work_groups:
         from .gpu import MAX_LOCAL, gpu_templates
-        return {**gpu_templates(hw.max_work_group_size or MAX_LOCAL), "fusion": TEMPLATES["fusion"]}
+        out = {**gpu_templates(hw.max_work_group_size or MAX_LOCAL), "fusion": TEMPLATES["fusion"]}
+        if hw.compute_capability:     # CUDA: dots and convolutions as one matrix-product kernel
+            from .gpu_gemm import cuda_templates
+            out.update(cuda_templates(hw.max_work_group_size or 1024, hw.compute_capability))
+        return out
     return TEMPLATES
 
 
