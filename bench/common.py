@@ -19,12 +19,28 @@ import numpy as np
 RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 
-def _git_commit() -> str:
+def _git(*args: str) -> str | None:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).parent, timeout=10).stdout.strip() or "unknown"
+        r = subprocess.run(["git", *args], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
+        return None
+    return r.stdout if r.returncode == 0 else None
+
+
+def _git_commit() -> str:
+    """The checkout's commit, or ``$HLOTUNE_COMMIT`` where the tree was copied without git (a
+    device machine)."""
+    c = (_git("rev-parse", "--short", "HEAD") or "").strip()
+    return c or os.environ.get("HLOTUNE_COMMIT", "unknown")
+
+
+def _git_tree() -> str:
+    """'clean', or 'dirty (N changed files)': results are made from committed code."""
+    st = _git("status", "--porcelain", "--untracked-files=no")
+    if st is None:
+        return os.environ.get("HLOTUNE_TREE", "unknown (no git)")
+    n = len([ln for ln in st.splitlines() if ln.strip()])
+    return "clean" if n == 0 else f"dirty ({n} changed files)"
 
 
 def _blas() -> str:
@@ -53,6 +69,7 @@ def environment(extra: dict | None = None) -> dict:
     env = {
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
         "hlotune_commit": _git_commit(),
+        "tree": _git_tree(),
         "python": platform.python_version(),
         "numpy": np.__version__,
         "blas": _blas(),
@@ -118,9 +135,11 @@ def summary(ts: list[float]) -> dict:
     return {"median": statistics.median(ts), "min": min(ts), "max": max(ts)}
 
 
-def write_results(name: str, rows: list[dict], table_md: str, env: dict, notes: str = "") -> None:
-    """Write results/NAME.csv (every row, all columns) and results/NAME.md."""
-    RESULTS.mkdir(exist_ok=True)
+def write_results(name: str, rows: list[dict], table_md: str, env: dict, notes: str = "",
+                  folder: Path | None = None) -> None:
+    """Write results/NAME.csv (every row, all columns) and results/NAME.md (in ``folder`` when given)."""
+    folder = Path(folder) if folder is not None else RESULTS
+    folder.mkdir(parents=True, exist_ok=True)
     env = dict(env)
     env["loadavg_after"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
     cols: list[str] = []
@@ -128,14 +147,14 @@ def write_results(name: str, rows: list[dict], table_md: str, env: dict, notes: 
         for k in r:
             if k not in cols:
                 cols.append(k)
-    with open(RESULTS / f"{name}.csv", "w", newline="") as f:
+    with open(folder / f"{name}.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=cols)
         w.writeheader()
         w.writerows(rows)
     env_md = "\n".join(f"| {k} | {v} |" for k, v in env.items())
     text = (f"# {name}\n\n{table_md}\n\n{notes}\n\n## Environment\n\n| what | value |\n|---|---|\n{env_md}\n")
-    (RESULTS / f"{name}.md").write_text(text)
-    (RESULTS / f"{name}.env.json").write_text(json.dumps(env, indent=1))
+    (folder / f"{name}.md").write_text(text)
+    (folder / f"{name}.env.json").write_text(json.dumps(env, indent=1))
 
 
 def md_table(header: list[str], rows: list[list]) -> str:

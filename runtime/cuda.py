@@ -60,7 +60,7 @@ def _drv():
                           "and its driver?") from e
     try:
         drv.init()
-    except Exception as e:  # noqa: BLE001  (pycuda raises its own error types, or RuntimeError)
+    except Exception as e:
         raise TargetError(f"the CUDA driver cannot start ({type(e).__name__}: {e}); is there an NVIDIA GPU "
                           "and its driver?") from e
     return drv
@@ -217,7 +217,7 @@ def compile_cubin(source: str, arch: str, driver: str = "", timeout: float = 300
     CompileError carries nvcc's messages; MissingDependencyError when nvcc is absent."""
     nvcc = os.environ.get("NVCC", "nvcc")
     version = nvcc_version()
-    flags = ["-O3", "-std=c++17", *arch_flags(arch), "-Xptxas", "-v", *extra]
+    flags = ["-O3", "-std=c++17", *arch_flags(arch), "-Xptxas", "-v", "-diag-suppress", "177", *extra]
     key = hashlib.sha256("\0".join([source, arch, version, driver, *flags]).encode()).hexdigest()[:24]
     d = cache_dir("cuda")
     cubin, info = d / f"{key}.cubin", d / f"{key}.json"
@@ -236,10 +236,38 @@ def compile_cubin(source: str, arch: str, driver: str = "", timeout: float = 300
     if r.returncode != 0:
         errs = [ln for ln in r.stderr.splitlines() if "error" in ln][:12]
         raise CompileError("nvcc failed:\n" + ("\n".join(errs) or r.stderr[-4000:]), r.stderr, source)
-    rep = {**ptxas_report(r.stderr), "log": r.stderr[-4000:]}
+    rep = {**ptxas_report(r.stderr), "log": "\n".join(ln for ln in r.stderr.splitlines() if "ptxas" in ln)[-4000:]}
     info.write_text(json.dumps(rep))
     os.replace(tmp, cubin)
     return cubin, rep
+
+
+def cuobjdump() -> str | None:
+    """A cuobjdump that can disassemble (with nvdisasm beside it or on PATH): the toolkit's, or
+    the PyPI packages nvidia-cuda-cuobjdump / nvidia-cuda-nvdisasm; None when there is none."""
+    import shutil
+    import sysconfig
+    exe = shutil.which("cuobjdump")
+    dis = shutil.which("nvdisasm")
+    for root in {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}:
+        for sub in sorted(Path(root, "nvidia").glob("cu*/bin")):
+            exe = exe or (str(sub / "cuobjdump") if (sub / "cuobjdump").exists() else None)
+            dis = dis or (str(sub / "nvdisasm") if (sub / "nvdisasm").exists() else None)
+    return exe if exe and dis else None
+
+
+def sass_of(cubin: Path) -> str:
+    """cuobjdump's SASS listing of ``cubin`` (MissingDependencyError without cuobjdump)."""
+    exe = cuobjdump()
+    if exe is None:
+        raise MissingDependencyError("cuobjdump and nvdisasm (pip install nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm)")
+    import shutil
+    dis = shutil.which("nvdisasm") or str(Path(exe).parent / "nvdisasm")
+    env = {**os.environ, "NVDISASM_PATH": str(Path(dis).parent)}
+    r = subprocess.run([exe, "-sass", str(cubin)], capture_output=True, text=True, timeout=120, env=env, check=False)
+    if r.returncode != 0:
+        raise CompileError(f"cuobjdump failed on {cubin}: {r.stderr[-2000:]}", r.stderr, "")
+    return r.stdout
 
 
 # ---------------------------------------------------------------------------- contexts
@@ -271,7 +299,10 @@ class DeviceContext:
         return self
 
     def __exit__(self, *exc):
-        _drv().Context.pop()
+        try:
+            _drv().Context.pop()
+        except Exception as e:  # noqa: BLE001  (an error here must not hide the one being raised)
+            log.debug("popping the context of cuda:%d: %s", self.index, e)
 
     def module(self, cubin: str):
         """The loaded module of ``cubin`` (call inside ``with self``)."""
@@ -394,6 +425,7 @@ class _Device:
         drv = _drv()
         if self.generation != self.ctx.generation:
             raise DeviceError(f"{self.what}: its context was rebuilt after a fault; build it again")
+        err = None
         with self.ctx:
             try:
                 for a, b in zip(ins, self.bufs[:self.num_inputs]):
@@ -402,17 +434,19 @@ class _Device:
                 self._launch()
                 for o, b in zip(outs, self.bufs[self.num_inputs:]):
                     if o.nbytes:
-                        flat = o.reshape(-1).view(np.uint8)
-                        drv.memcpy_dtoh(flat, b)
+                        drv.memcpy_dtoh(o.reshape(-1).view(np.uint8), b)
                 drv.Context.synchronize()
             except drv.Error as e:
-                raise self._fault(e, "running") from e
+                err = e
+        if err is not None:     # rebuilt outside the ``with``: the broken context is popped first
+            raise self._fault(err, "running") from err
 
     def time(self, repeat: int, min_repeat_ms: float, number: int | None, warmup_ms: float) -> TimingResult:
         """Seconds per call between CUDA events around ``n`` calls (every repeat kept)."""
         drv = _drv()
         if not self.calls:
             return TimingResult((0.0,) * repeat, 1)
+        err = None
         with self.ctx:
             start, end = drv.Event(), drv.Event()
 
@@ -427,7 +461,8 @@ class _Device:
             try:
                 return measure(run_n, repeat, min_repeat_ms, number, warmup_ms=warmup_ms)
             except drv.Error as e:
-                raise self._fault(e, "timing") from e
+                err = e
+        raise self._fault(err, "timing") from err
 
 
 class CUDAKernel(KernelBase):
@@ -529,6 +564,23 @@ def describe() -> list[str]:
     return ["cuda:", *out]
 
 
-__all__ = ["CUDAKernel", "CUDATarget", "DeviceContext", "LaunchPlan", "SpecRunner", "available", "build_cuda",
-           "compile_cubin", "cuda_target", "describe", "device_context", "device_count", "launch_plans", "launch_spec",
-           "nvcc_version", "ptxas_report"]
+__all__ = [
+    "CUDAKernel",
+    "CUDATarget",
+    "DeviceContext",
+    "LaunchPlan",
+    "SpecRunner",
+    "available",
+    "build_cuda",
+    "compile_cubin",
+    "cuda_target",
+    "cuobjdump",
+    "describe",
+    "device_context",
+    "device_count",
+    "launch_plans",
+    "launch_spec",
+    "nvcc_version",
+    "ptxas_report",
+    "sass_of",
+]

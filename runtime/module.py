@@ -11,6 +11,7 @@ inputs (array constants) are evaluated once, at compile time.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -166,6 +167,33 @@ class CompiledGraph:
                     values[(id(op), i)] = np.require(np.asarray(o, d.np).reshape(shp), requirements="C")
         res = tuple(values[_key(t)] for t in g.outputs)
         return res[0] if len(res) == 1 else res
+
+    def profile(self, *arrays, repeat: int = 10, min_repeat_ms: float = 20.0) -> list[dict]:
+        """Run once on ``arrays`` and time every step on the values it saw: a kernel by its own
+        ``time`` (on a device, its launches with the data already there: CUDA events or OpenCL
+        profiling), a host step by the wall clock of one call. One dict per step, in order:
+        ``step``, ``kind`` ('kernel' or 'host'), ``name``, ``seconds`` (median) and ``times``."""
+        g = self.graph
+        values: dict[Key, np.ndarray] = dict(self.constants)
+        for t, a in zip(g.inputs, arrays):
+            values[_key(t)] = np.require(np.asarray(a, t.dtype.np), requirements="C")
+        out = []
+        for k, step in enumerate(self.steps):
+            ins = [values[x] for x in step.inputs]
+            if isinstance(step, _KernelStep):
+                r = step.kernel.time(*ins, repeat=repeat, min_repeat_ms=min_repeat_ms)
+                values.update(zip(step.outputs, step.kernel.run_trusted(ins)))
+                out.append({"step": k, "kind": "kernel", "name": step.kernel.lowered.name, "seconds": r.median,
+                            "times": list(r.times)})
+                continue
+            op = step.op
+            t0 = time.perf_counter()
+            outs = op.fn(ins, self.run)
+            dt = time.perf_counter() - t0
+            for i, (o, d, shp) in enumerate(zip(outs, op.out_dtypes, op.out_shapes)):
+                values[(id(op), i)] = np.require(np.asarray(o, d.np).reshape(shp), requirements="C")
+            out.append({"step": k, "kind": "host", "name": f"{op.kind} {op.name}", "seconds": dt, "times": [dt]})
+        return out
 
     @property
     def kernels(self) -> list[Kernel]:

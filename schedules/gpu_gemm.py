@@ -377,10 +377,24 @@ def gemm_plan(node, cc: int | None = None) -> GemmPlan:
         ok = cc >= 80 and va * item == 16 and vb * item == 16
     else:   # no transposing copy: A and B contiguous along their rows/columns
         ok = cc >= 80 and va > 1 and vb > 1 and not a.k_major and not b.k_major
+    ok = ok and p.stages != 1          # one buffer: copy, wait, compute (no pipeline)
     stages = stage_counts(p, ok)
     ta, tb = tile_dims(p, form, a.k_major if a.direct else True, b.k_major if b.direct else False)
     return GemmPlan(p, form, a, b, va, vb, ok, stages, ta, tb, item)
 
 
-__all__ = ["PARAMS", "GemmForm", "GemmParams", "GemmPlan", "Operand", "gemm_plan", "vector_width", "check_params", "gemm_form", "operand", "shared_bytes",
-           "stage_counts", "tile_dims"]
+__all__ = [
+    "PARAMS",
+    "GemmForm",
+    "GemmParams",
+    "GemmPlan",
+    "Operand",
+    "check_params",
+    "gemm_form",
+    "gemm_plan",
+    "operand",
+    "shared_bytes",
+    "stage_counts",
+    "tile_dims",
+    "vector_width",
+]

@@ -180,7 +180,7 @@ class GemmWriter:
         op, _, _, ext, _, org = self._operand(which)
         t = self.p.threads
         nbytes = vec * self.plan.item
-        self.emit(d, f"#pragma unroll", f"for (int hl_i = 0; hl_i < {-(-chunks // t)}; ++hl_i) {{")
+        self.emit(d, "#pragma unroll", f"for (int hl_i = 0; hl_i < {-(-chunks // t)}; ++hl_i) {{")
         self.emit(d + 1, f"const int hl_c = hl_i * {t} + hl_tid;")
         if chunks % t:
             self.emit(d + 1, f"if (hl_c < {chunks}) {{")
