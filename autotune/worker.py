@@ -11,6 +11,10 @@ the target's ``backend`` (runtime/backends) and an ``op``:
   backend's runner computes the outputs, they are checked, then timed. Reply ``{"ok": true,
   "times": [...], "number": n}`` or ``{"ok": false, "failure": "wrong_answer"|"runtime_error",
   "message": ...}``.
+
+An exception that marks the process itself unusable (``restart_worker``: a CUDA context that
+could not be rebuilt after a fault) is replied to, then the worker exits; the parent starts a
+fresh one for the next candidate.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ import platform as _platform
 import re
 import struct
 import subprocess
+import warnings
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -50,7 +51,9 @@ DEFAULT_BLOCK = 256
 def _drv():
     """pycuda.driver, initialised; TargetError when the driver cannot start (no GPU)."""
     try:
-        import pycuda.driver as drv
+        with warnings.catch_warnings():     # pycuda warns before raising when the driver is missing
+            warnings.simplefilter("ignore")
+            import pycuda.driver as drv
     except ModuleNotFoundError as e:
         if e.name not in ("pycuda", "pycuda.driver"):
             raise TargetError(f"pycuda cannot load ({e})") from e

@@ -5,6 +5,9 @@ plain data (:class:`GpuLimits`). Index semantics: a work-item has a ``group`` in
 ``blockIdx``), a ``local`` index within its group (``threadIdx``) and a ``global`` index
 ``group * local_size + local`` per dimension; each is a :class:`~.loops.ThreadIndex` node.
 
+* A ``MatmulKernel`` (a stage tensorized as ``gpu_gemm``) is a kernel of its own: a 1-D grid of
+  blocks over batch x row tiles x column tiles, the threads and dynamic shared memory its plan
+  (schedules/gpu_gemm.py) gives, checked against the device's limits.
 * One kernel per root loop nest, launched in order (a kernel boundary is the global barrier
   between stages). Root intermediates (the Allocates at the top of the function) become
   host-allocated :class:`Scratch` arguments shared by the kernels.

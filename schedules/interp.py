@@ -33,6 +33,7 @@ from .loops import (
     Let,
     LoopKind,
     LoweredFunc,
+    MatmulKernel,
     Seq,
     Stmt,
     Store,
@@ -108,8 +109,25 @@ class Interpreter:
             self.mem[id(b)] = np.zeros(max(b.size, 1), b.dtype.np)
             yield from self.run(s.body)
             del self.mem[id(b)]
+        elif isinstance(s, MatmulKernel):
+            self.matmul(s)
         else:
             raise LoweringError(f"interpreter: no rule for statement {type(s).__name__}")
+
+    def matmul(self, s: MatmulKernel) -> None:
+        """A MatmulKernel by its definition: every output the sum over k of ``a * b`` (in loop
+        order, accumulated in ``a``'s type); GPU interpretation runs it on the first work-item."""
+        if self.work_groups and any(v for v in self.ids.values()):
+            return
+        data = (*s.batch, *s.m, *s.n)
+        for idx in product(*(range(v.extent) for v in data)):
+            self.env.update({v: np.int64(i) for v, i in zip(data, idx)})
+            acc = np.zeros((), s.a.dtype.np)[()]
+            for kk in product(*(range(v.extent) for v in s.k)):
+                self.env.update({v: np.int64(i) for v, i in zip(s.k, kk)})
+                acc = eval_op(Op.ADD, s.a.dtype, [acc, eval_op(Op.MUL, s.a.dtype, [self.value(s.a), self.value(s.b)])])[()]
+            buf = self.mem[id(s.out)]
+            buf[self.offset(s.out, s.out_index)] = acc
 
     def offset(self, buf, indices) -> int:
         """Row-major offset of ``buf[indices]``, checked against its shape."""

@@ -197,3 +197,19 @@ def test_corpus_segments_on_the_cuda_defaults(name):
             r = np.asarray(r)
             c = check(o, r, *tolerance(r.dtype, scale_of(r)))
             assert c.ok, f"{name} segment {k}: {c.describe()}"
+
+
+def test_interpreter_runs_a_tensorized_stage():
+    """The loop-IR interpreter gives a MatmulKernel its meaning (for tests without a compiler)."""
+    from hlotune.schedules.interp import interpret
+    A, B, C = _matmul("float32", 9, 7, 5, ta=True)
+    s = hlotune.Schedule(C)
+    s.tensorize(C, "gpu_gemm", {"mma": 0, "bm": 32, "bn": 32, "bk": 8, "tm": 4, "tn": 4})
+    fn = lower(s, "mm")
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal(A.shape).astype(np.float32), rng.standard_normal(B.shape).astype(np.float32)
+    c = np.zeros((9, 7), np.float32)
+    interpret(fn, a, b, c)
+    np.testing.assert_allclose(c, a.T.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ScheduleError, match="tensorized"):
+        s.split(C.op.axis[0], 2)
