@@ -137,7 +137,12 @@ def summary(ts: list[float]) -> dict:
 
 def write_results(name: str, rows: list[dict], table_md: str, env: dict, notes: str = "",
                   folder: Path | None = None) -> None:
-    """Write results/NAME.csv (every row, all columns) and results/NAME.md (in ``folder`` when given)."""
+    """Write results/NAME.csv (every row, all columns) and results/NAME.md (in ``folder`` when given).
+    Results describe committed code: from a dirty tree this refuses (SystemExit) unless
+    ``HLOTUNE_ALLOW_DIRTY=1`` is set, and then the environment table says the tree was dirty."""
+    if env.get("tree", "clean").startswith("dirty") and os.environ.get("HLOTUNE_ALLOW_DIRTY") != "1":
+        raise SystemExit(f"refusing to write results/{name}.*: the working tree is {env['tree']}; commit first "
+                         "(or set HLOTUNE_ALLOW_DIRTY=1, and the results say so)")
     folder = Path(folder) if folder is not None else RESULTS
     folder.mkdir(parents=True, exist_ok=True)
     env = dict(env)

@@ -39,7 +39,7 @@ DEFAULT_SUITE = Path(os.environ.get("STABLEHLO_INTERPRET_SUITE",
 def parse_literal(text: str, ty: str):
     """The numpy value of ``dense<...> : type`` (hlotune's literal parser, nothing else)."""
     import numpy as np
-    from hlotune.dsl.hlo.stablehlo import parse_stablehlo
+    from hlotune.frontend.stablehlo import parse_stablehlo
     mod = parse_stablehlo(f"func.func @main() -> {ty} {{\n  %c = stablehlo.constant {text} : {ty}\n"
                           f"  func.return %c : {ty}\n}}\n")
     comp = mod.entry_computation

@@ -135,7 +135,7 @@ def load_hlo(path_or_text, *example_args, **example_kwargs) -> Module:
     """Parse and lower a module: XLA HLO text or StableHLO text (MLIR, as
     ``jax.jit(f).lower(x).as_text()`` prints it), given as a path (``.hlo``, ``.mlir``, ...) or
     as the text itself (str or UTF-8 bytes); the format is told from the text (see
-    ``dsl.hlo.frontend``). A file that is missing, unreadable or not UTF-8 text, and any module
+    ``frontend.read``). A file that is missing, unreadable or not UTF-8 text, and any module
     that is malformed, raise ``HloParseError``. A JAX function with example arguments, or a
     ``jax.stages.Lowered``, is lowered by JAX first (the ``jax`` extra; see ``hlotune.jaxbridge``)."""
     from .jaxbridge import is_jax_input, load_jax
@@ -145,8 +145,8 @@ def load_hlo(path_or_text, *example_args, **example_kwargs) -> Module:
         from .dsl.errors import ConfigError
         raise ConfigError("example arguments are for JAX functions; module text or a path takes none")
     from .dsl.errors import HloParseError
-    from .dsl.hlo.frontend import load_module_file, parse_module_text
-    from .dsl.hlo.lower import lower_module
+    from .frontend.read import load_module_file, parse_module_text
+    from .frontend.lower import lower_module
     file = None
     if _is_path(path_or_text):
         file = os.fspath(path_or_text)

@@ -1,4 +1,4 @@
-"""CHLO ops (``dsl/hlo/handlers/chlo_math.py``), decomposed as XLA's CHLO legalization does:
+"""CHLO ops (``frontend/handlers/chlo_math.py``), decomposed as XLA's CHLO legalization does:
 accuracy against scipy/numpy in ulps over wide ranges, extreme and special values, on the
 compiled CPU code and the numpy reference; erfc keeps relative accuracy in its tail; mulhi and
 next_after exact for any input (hypothesis).
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import scipy.special as sp
 from hlotune.dsl.errors import HloParseError
-from hlotune.dsl.hlo.lower import lower_module
-from hlotune.dsl.hlo.stablehlo import parse_stablehlo
+from hlotune.frontend.lower import lower_module
+from hlotune.frontend.stablehlo import parse_stablehlo
 from hlotune.dsl.reference import evaluate
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -1,4 +1,4 @@
-"""Collectives on one device (dsl/hlo/handlers/collective.py): all-reduce, all-gather,
+"""Collectives on one device (frontend/handlers/collective.py): all-reduce, all-gather,
 reduce-scatter, all-to-all, collective-broadcast and collective-permute (and their async halves)
 with their one-device meaning, in HLO and StableHLO as jax.shard_map prints them; several
 devices, send/recv and infeed/outfeed refused with the op, its line and why."""
@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hlotune.dsl.errors import UnsupportedOpError
-from hlotune.dsl.hlo.lower import lower_module
-from hlotune.dsl.hlo.parser import parse_hlo
-from hlotune.dsl.hlo.stablehlo import parse_stablehlo
+from hlotune.frontend.lower import lower_module
+from hlotune.frontend.parser import parse_hlo
+from hlotune.frontend.stablehlo import parse_stablehlo
 from hlotune.dsl.reference import evaluate
 
 import hlotune

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hlotune.dsl.hlo.lower import lower_module
-from hlotune.dsl.hlo.parser import parse_hlo
+from hlotune.frontend.lower import lower_module
+from hlotune.frontend.parser import parse_hlo
 from hlotune.dsl.reference import evaluate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -1,4 +1,4 @@
-"""fft (dsl/hlo/handlers/fft.py): FFT, IFFT, RFFT and IRFFT over 1-3 trailing dims, batched,
+"""fft (frontend/handlers/fft.py): FFT, IFFT, RFFT and IRFFT over 1-3 trailing dims, batched,
 single and double precision, odd and even lengths, against numpy's FFT; inconsistent shapes and
 types refused; the StableHLO form."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hlotune.dsl.errors import HloParseError
-from hlotune.dsl.hlo.lower import lower_module
-from hlotune.dsl.hlo.parser import parse_hlo
-from hlotune.dsl.hlo.stablehlo import parse_stablehlo
+from hlotune.frontend.lower import lower_module
+from hlotune.frontend.parser import parse_hlo
+from hlotune.frontend.stablehlo import parse_stablehlo
 from hlotune.dsl.reference import evaluate
 
 import hlotune

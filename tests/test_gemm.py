@@ -16,7 +16,7 @@ from hlotune.runtime.targets import get_target
 from hlotune.schedules.fusion import fuse_default
 from hlotune.schedules.hardware import Hardware
 from hlotune.schedules.templates.families import TEMPLATES, classify
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, assume, event, given, reject, settings
 from hypothesis import strategies as st
 
 import hlotune
@@ -85,7 +85,7 @@ def run_config(out, data, hw, k_blocks=False):
         f = hlotune.build(s)
     except ScheduleError as e:
         event(f"invalid: {str(e)[:40]}")
-        return
+        reject()
     ins = random_inputs([out], seed=1)
     (got,) = as_tuple(f(*ins))
     (ref,) = evaluate([out], ins)
@@ -99,8 +99,7 @@ def run_config(out, data, hw, k_blocks=False):
 def test_random_gemm_configs_on_random_dots_match(data, batch, m, n, k, ta, tb, machine):
     out = dot(batch, m, n, k, ta, tb)
     s = hlotune.Schedule(out)
-    if classify(s.stage(out)) != "dot":
-        return
+    assume(classify(s.stage(out)) == "dot")
     run_config(out, data, MACHINES[machine])
 
 
@@ -111,8 +110,7 @@ def test_random_gemm_configs_on_random_dots_match(data, batch, m, n, k, ta, tb, 
 def test_random_gemm_configs_on_random_convolutions_match(data, layout, hw, c_in, c_out, ksz, stride, depthwise):
     out = conv(layout, hw, c_in, c_out, ksz, stride, depthwise)
     s = hlotune.Schedule(out)
-    if classify(s.stage(out)) not in ("dot", "conv"):
-        return
+    assume(classify(s.stage(out)) in ("dot", "conv"))
     run_config(out, data, HOST)
 
 
@@ -207,7 +205,7 @@ def test_epilogues_run_on_the_dot_tile_and_match(data, m, n, k, kind):
         f = hlotune.build(s)
     except ScheduleError as e:
         event(f"invalid: {str(e)[:40]}")
-        return
+        reject()
     assert s.stage(C).attach[0] == "at"          # computed inside the epilogue's loops
     assert "C = alloc" not in str(s.lower()).split("for ")[0]
     ins = random_inputs([E], seed=3)
@@ -296,18 +294,16 @@ def test_k_blocks_match_on_awkward_shapes(data, batch, m, n, k, ta, tb, epilogue
     if epilogue:
         out = dsl.compute(out.shape, lambda *ix: dsl.maximum(out[ix] * 0.5, 0.0), name="E")
     (task,) = [t for t in extract_tasks([out], None, get_target("cpu")) if t.root_op is out.op]
-    if task.family != "dot":
-        return
+    assume(task.family == "dot")
     space = task.space
     kcs = [v for v in space.knob("kc").values if v]
-    if not kcs:
-        return
+    assume(kcs)
     cfg = {**draw_config(data, space), "kc": data.draw(st.sampled_from(kcs), label="kc")}
     try:
         f = hlotune.build(task.schedule(cfg))
     except ScheduleError as e:
         event(f"invalid: {str(e)[:40]}")
-        return
+        reject()
     ins = random_inputs([out], seed=5)
     assert_close(as_tuple(f(*ins))[0], evaluate([out], ins)[0], *MATMUL_F32, err_msg=str(cfg))
     event("micro-kernel" if "hl_acc0" in f.source else "generic loops")

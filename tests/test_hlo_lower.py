@@ -1,4 +1,4 @@
-"""Tests of the HLO -> tensor-expression lowering (hlotune.dsl.hlo.lower).
+"""Tests of the HLO -> tensor-expression lowering (hlotune.frontend.lower).
 
 Every corpus module, unoptimized and XLA:CPU-optimized, is lowered and evaluated with the
 numpy reference; its outputs must match what XLA computed (the .npz files). Small hand-written
@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from _checks import mutate_token
 from hlotune.dsl.errors import UnsupportedOpError
-from hlotune.dsl.hlo.lower import HANDLERS, lower_module
-from hlotune.dsl.hlo.parser import load_hlo_file, parse_hlo
+from hlotune.frontend.lower import HANDLERS, lower_module
+from hlotune.frontend.parser import load_hlo_file, parse_hlo
 from hlotune.dsl.reference import evaluate
 
 DATA = Path(__file__).parent / "data" / "hlo"
@@ -612,8 +612,8 @@ def test_mutated_modules_parse_and_lower_or_raise_located_errors(name, opt, data
     """Mutated corpus texts (a number changed, a token deleted or duplicated, an opcode swapped)
     either lower or raise HloParseError/UnsupportedOpError: never anything else."""
     from hlotune.dsl.errors import HloParseError, UnsupportedOpError
-    from hlotune.dsl.hlo.lower import lower_module
-    from hlotune.dsl.hlo.parser import parse_hlo
+    from hlotune.frontend.lower import lower_module
+    from hlotune.frontend.parser import parse_hlo
     text = (DATA / f"{name}{'.opt.hlo' if opt else '.hlo'}").read_text()
     mutated = mutate_token(text, data, r"[A-Za-z_][\w.-]*|\d+|[^\s\w]",
                            ["add", "dot", "reduce", "transpose", "broadcast", "slice", "tanh"])

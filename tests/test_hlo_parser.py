@@ -1,4 +1,4 @@
-"""Tests of the HLO text parser (hlotune.dsl.hlo.parser) on the corpus and on crafted input."""
+"""Tests of the HLO text parser (hlotune.frontend.parser) on the corpus and on crafted input."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 from hlotune.dsl.errors import HloParseError, UnsupportedOpError
-from hlotune.dsl.hlo.ast import TOKEN, ArrayShape, HloModule, TupleShape
-from hlotune.dsl.hlo.parser import load_hlo_file, parse_hlo
+from hlotune.frontend.ast import TOKEN, ArrayShape, HloModule, TupleShape
+from hlotune.frontend.parser import load_hlo_file, parse_hlo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

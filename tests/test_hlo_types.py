@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from _checks import mutate_token
 from hlotune.dsl.errors import HloParseError, UnsupportedOpError
-from hlotune.dsl.hlo.frontend import parse_module_text
-from hlotune.dsl.hlo.lower import lower_module
-from hlotune.dsl.hlo.stablehlo import parse_stablehlo
-from hlotune.dsl.hlo.stablehlo_types import QuantShape
+from hlotune.frontend.read import parse_module_text
+from hlotune.frontend.lower import lower_module
+from hlotune.frontend.stablehlo import parse_stablehlo
+from hlotune.frontend.stablehlo_types import QuantShape
 from hlotune.dsl.reference import evaluate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -1,4 +1,4 @@
-"""Linear algebra (dsl/hlo/handlers/linalg.py, custom_call.py): ``cholesky`` and
+"""Linear algebra (frontend/handlers/linalg.py, custom_call.py): ``cholesky`` and
 ``triangular-solve`` in every option combination, batched, reading only their triangle; JAX's
 LAPACK custom calls (potrf, getrf, geqrf + orgqr, syevd, gesdd/gesvd, trsm) checked by the
 identities they promise; the StableHLO forms (layout attributes ``tensor<2xindex>`` included);
@@ -11,9 +11,9 @@ import itertools
 import numpy as np
 import pytest
 from hlotune.dsl.errors import UnsupportedOpError
-from hlotune.dsl.hlo.lower import lower_module
-from hlotune.dsl.hlo.parser import parse_hlo
-from hlotune.dsl.hlo.stablehlo import parse_stablehlo
+from hlotune.frontend.lower import lower_module
+from hlotune.frontend.parser import parse_hlo
+from hlotune.frontend.stablehlo import parse_stablehlo
 from hlotune.dsl.reference import evaluate
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 from hlotune.dsl.errors import HloParseError, UnsupportedOpError
-from hlotune.dsl.hlo.frontend import parse_module_text
-from hlotune.dsl.hlo.lower import lower_module
+from hlotune.frontend.read import parse_module_text
+from hlotune.frontend.lower import lower_module
 from hlotune.dsl.reference import evaluate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

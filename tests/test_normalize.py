@@ -1,5 +1,5 @@
 """batch-norm-training/inference/grad, stochastic-convert and dynamic-reshape
-(dsl/hlo/handlers/normalize.py) against numpy statements of XLA's expansions, over shapes and
+(frontend/handlers/normalize.py) against numpy statements of XLA's expansions, over shapes and
 feature dimensions (hypothesis), compiled for the CPU and in the reference."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hlotune.dsl.errors import HloParseError
-from hlotune.dsl.hlo.lower import lower_module
-from hlotune.dsl.hlo.parser import parse_hlo
+from hlotune.frontend.lower import lower_module
+from hlotune.frontend.parser import parse_hlo
 from hlotune.dsl.reference import evaluate
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -157,7 +157,7 @@ def test_stablehlo_batch_norm_ops():
       %2:3 = "stablehlo.batch_norm_grad"(%x, %s, %m, %v, %x) {epsilon = 1.0e-3 : f32, feature_index = 1 : i64} : (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>)
       return %0#0, %0#1, %0#2, %1, %2#0, %2#1, %2#2 : tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>, tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<3xf32>, tensor<3xf32>
     }"""
-    from hlotune.dsl.hlo.stablehlo import parse_stablehlo
+    from hlotune.frontend.stablehlo import parse_stablehlo
     r = np.random.default_rng(6)
     x = r.standard_normal((2, 3, 4)).astype(np.float32)
     s, o, m = (r.standard_normal(3).astype(np.float32) for _ in range(3))

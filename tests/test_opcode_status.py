@@ -1,12 +1,12 @@
-"""The opcode status tables (dsl/hlo/opcodes.py) behind docs/hlo_ops.md: every XLA HloOpcode
+"""The opcode status tables (frontend/opcodes.py) behind docs/hlo_ops.md: every XLA HloOpcode
 and CHLO op has a status; an opcode is lowered exactly when the lowering table has it; what is
 not lowered says why."""
 
 from __future__ import annotations
 
-from hlotune.dsl.hlo.handlers.collective import REFUSED
-from hlotune.dsl.hlo.lower import HANDLERS
-from hlotune.dsl.hlo.opcodes import CHLO_OPS, HLO_OPCODES, NOT_LOWERED, chlo_status, hlo_status
+from hlotune.frontend.handlers.collective import REFUSED
+from hlotune.frontend.lower import HANDLERS
+from hlotune.frontend.opcodes import CHLO_OPS, HLO_OPCODES, NOT_LOWERED, chlo_status, hlo_status
 
 
 def test_every_hlo_opcode_has_a_status_with_a_reason():

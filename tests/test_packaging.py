@@ -7,12 +7,12 @@ import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = {"hlotune": "hlotune", "dsl": "hlotune.dsl", "schedules": "hlotune.schedules",
-           "runtime": "hlotune.runtime", "autotune": "hlotune.autotune"}
+FOLDERS = {"hlotune": "hlotune", "dsl": "hlotune.dsl", "frontend": "hlotune.frontend",
+           "schedules": "hlotune.schedules", "runtime": "hlotune.runtime", "autotune": "hlotune.autotune"}
 
 
 def _package_folders() -> dict[str, str]:
-    """package name -> folder, for every folder under the five top folders holding __init__.py."""
+    """package name -> folder, for every folder under the six top folders holding __init__.py."""
     out = {}
     for top, pkg in FOLDERS.items():
         for init in (ROOT / top).rglob("__init__.py"):

@@ -1,5 +1,5 @@
 """chlo.ragged_dot (HLO ragged-dot) in its three modes and chlo.scan
-(dsl/hlo/handlers/ragged.py), against numpy statements of their definitions: groups of random
+(frontend/handlers/ragged.py), against numpy statements of their definitions: groups of random
 sizes (empty ones and rows past the last group included, hypothesis), batched group sizes,
 forward and reverse scans with several inputs and carries."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hlotune.dsl.hlo.lower import lower_module
-from hlotune.dsl.hlo.stablehlo import parse_stablehlo
+from hlotune.frontend.lower import lower_module
+from hlotune.frontend.stablehlo import parse_stablehlo
 from hlotune.dsl.reference import evaluate
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -1,4 +1,4 @@
-"""Random numbers (dsl/hlo/handlers/random.py, prng.py): ``rng-bit-generator`` bit for bit as
+"""Random numbers (frontend/handlers/random.py, prng.py): ``rng-bit-generator`` bit for bit as
 XLA (Random123's known answers for Threefry-2x32-20 and Philox-4x32-10, and XLA's own outputs
 recorded from jax.jit for each algorithm, shape split and width), counters that continue across
 calls (hypothesis), ``rng``'s distributions, and the StableHLO forms."""
@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hlotune.dsl.errors import UnsupportedOpError
-from hlotune.dsl.hlo.handlers.prng import philox4x32, threefry2x32
-from hlotune.dsl.hlo.handlers.random import generate
-from hlotune.dsl.hlo.lower import lower_module
-from hlotune.dsl.hlo.parser import parse_hlo
-from hlotune.dsl.hlo.stablehlo import parse_stablehlo
+from hlotune.frontend.handlers.prng import philox4x32, threefry2x32
+from hlotune.frontend.handlers.random import generate
+from hlotune.frontend.lower import lower_module
+from hlotune.frontend.parser import parse_hlo
+from hlotune.frontend.stablehlo import parse_stablehlo
 from hlotune.dsl.reference import evaluate
 from hypothesis import given, settings
 from hypothesis import strategies as st

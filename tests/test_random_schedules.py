@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from _checks import MATMUL_F32, as_tuple, assert_close, conv1d_chain, matmul, random_inputs, row_reduce
 from hlotune.dsl.reference import evaluate
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
 
 import hlotune
@@ -58,7 +58,7 @@ def build_and_compare(s, outputs, rtol=None, atol=None):
         f = hlotune.build(s, target="cpu")
     except ScheduleError as e:
         event(f"ScheduleError at build: {str(e).split(':')[0]}")
-        return
+        reject()
     event("built")
     replay = hlotune.Schedule.from_json(outputs, s.to_json())
     assert str(replay.lower()) == text, "JSON replay gives a different loop nest"

@@ -52,10 +52,11 @@ def skip_reason(cmd: str) -> str | None:
 
 
 def _opencl_device() -> bool:
+    from hlotune.dsl.errors import HlotuneError
     try:
         from hlotune.runtime import opencl
         return bool(opencl.devices())
-    except Exception:   # noqa: BLE001 - no pyopencl, no platform: no device
+    except HlotuneError:     # no pyopencl: MissingDependencyError
         return False
 
 

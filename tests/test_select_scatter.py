@@ -1,4 +1,4 @@
-"""select-and-scatter (dsl/hlo/handlers/select_scatter.py): the two-compute lowering of
+"""select-and-scatter (frontend/handlers/select_scatter.py): the two-compute lowering of
 pooling gradients equals XLA's sequential definition (windows and taps in row-major order, the
 first of equal candidates kept) for any shape, window, stride and padding, with ties (hypothesis);
 other select/scatter computations run as the sequential definition itself; compiled CPU code
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hlotune.dsl.hlo.handlers.select_scatter import select_and_scatter_numpy
-from hlotune.dsl.hlo.lower import lower_module
-from hlotune.dsl.hlo.parser import parse_hlo
-from hlotune.dsl.hlo.stablehlo import parse_stablehlo
+from hlotune.frontend.handlers.select_scatter import select_and_scatter_numpy
+from hlotune.frontend.lower import lower_module
+from hlotune.frontend.parser import parse_hlo
+from hlotune.frontend.stablehlo import parse_stablehlo
 from hlotune.dsl.reference import evaluate
 from hypothesis import given, settings
 from hypothesis import strategies as st

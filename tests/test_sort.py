@@ -1,4 +1,4 @@
-"""``sort``: comparators JAX emits run as numpy's stable lexsort (dsl/hlo/handlers/sortkeys.py);
+"""``sort``: comparators JAX emits run as numpy's stable lexsort (frontend/handlers/sortkeys.py);
 the pairwise path (the comparator called per pair) is the reference they must agree with, bit
 for bit, on data with NaNs of both signs, -0.0, infinities and ties, over several operands."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from _checks import run_module_file
-from hlotune.dsl.hlo.handlers import control
-from hlotune.dsl.hlo.lower import lower_module
-from hlotune.dsl.hlo.parser import parse_hlo
+from hlotune.frontend.handlers import control
+from hlotune.frontend.lower import lower_module
+from hlotune.frontend.parser import parse_hlo
 from hlotune.dsl.reference import evaluate
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -1,4 +1,4 @@
-"""The StableHLO front-end (hlotune.dsl.hlo.stablehlo): the corpus and the JAX-written modules in
+"""The StableHLO front-end (hlotune.frontend.stablehlo): the corpus and the JAX-written modules in
 their StableHLO form (``jax.jit(f).lower(x).as_text()``) compile for the CPU and match XLA's /
 JAX's outputs; crafted texts check the op mapping, literals, implicit captures and errors;
 mutated corpus texts raise only located errors.
@@ -17,11 +17,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 from hlotune.dsl.errors import HloParseError, UnsupportedOpError
-from hlotune.dsl.hlo.frontend import is_stablehlo, load_module_file, parse_module_text
-from hlotune.dsl.hlo.lower import HANDLERS, lower_module
-from hlotune.dsl.hlo.parser import load_hlo_file, parse_hlo
-from hlotune.dsl.hlo.stablehlo import parse_stablehlo
-from hlotune.dsl.hlo.stablehlo_convert import hlo_opcode_table
+from hlotune.frontend.read import is_stablehlo, load_module_file, parse_module_text
+from hlotune.frontend.lower import HANDLERS, lower_module
+from hlotune.frontend.parser import load_hlo_file, parse_hlo
+from hlotune.frontend.stablehlo import parse_stablehlo
+from hlotune.frontend.stablehlo_convert import hlo_opcode_table
 from hlotune.dsl.reference import evaluate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

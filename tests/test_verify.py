@@ -1,4 +1,4 @@
-"""The HLO verifier (dsl/hlo/verify.py): every instruction's declared shape is checked against its
+"""The HLO verifier (frontend/verify.py): every instruction's declared shape is checked against its
 operands and attributes before lowering, for HLO and StableHLO text alike; a mismatch is an
 HloParseError naming the instruction at its line and column. The corpus modules all pass."""
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hlotune.dsl.errors import HloParseError
-from hlotune.dsl.hlo.frontend import load_module_file, parse_module_text
-from hlotune.dsl.hlo.lower import HANDLERS, lower_module
-from hlotune.dsl.hlo.parser import parse_hlo
-from hlotune.dsl.hlo.verify import RULES, verify_module
+from hlotune.frontend.read import load_module_file, parse_module_text
+from hlotune.frontend.lower import HANDLERS, lower_module
+from hlotune.frontend.parser import parse_hlo
+from hlotune.frontend.verify import RULES, verify_module
 from hlotune.dsl.reference import evaluate
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -70,6 +70,8 @@ HL_INLINE float hl_tanhf(float x) {
   float big = 1.0f - 2.0f / (e + 1.0f);
   big = copysignf(big, x);
   float r = a < 0.625f ? small : big;
+  r = a > 9.01f ? copysignf(1.0f, x) : r;   /* |tanh| rounds to 1 from about 9.01 on */
+  r = x == 0.0f ? x : r;                    /* tanh(-0) = -0 */
   return x != x ? x : r;
 }
 """

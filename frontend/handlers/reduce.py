@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import math
 
-from ... import dtypes as dt
-from ...expr import IterVar, binary, const, select
-from ...ops import Op
-from ...tensor import comm_reducer, compute, limit_value, reduce_axis
-from ...tensor import max as dsl_max
-from ...tensor import min as dsl_min
-from ...tensor import prod as dsl_prod
-from ...tensor import sum as dsl_sum
+from ...dsl  import dtypes as dt
+from ...dsl.expr import IterVar, binary, const, select
+from ...dsl.ops import Op
+from ...dsl.tensor import comm_reducer, compute, limit_value, reduce_axis
+from ...dsl.tensor import max as dsl_max
+from ...dsl.tensor import min as dsl_min
+from ...dsl.tensor import prod as dsl_prod
+from ...dsl.tensor import sum as dsl_sum
 from .common import all_of, const_value, dims_of, ew, ints, load, reduce_compute, unsupported, window_tap
 
 _BUILTIN_OPS = (Op.ADD, Op.MUL, Op.MAX, Op.MIN, Op.AND, Op.OR)

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-from ...expr import Expr, as_expr, cast, rebuild, substitute, walk
-from ...ops import Op
-from ...tensor import Tensor, compute
+from ...dsl.expr import Expr, as_expr, cast, rebuild, substitute, walk
+from ...dsl.ops import Op
+from ...dsl.tensor import Tensor, compute
 
 __all__ = ["STAGE_NODES", "staged_compute"]
 

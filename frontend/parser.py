@@ -38,7 +38,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ..errors import HloParseError
+from ..dsl.errors import HloParseError
 from .ast import ELEMENT_TYPES, ArrayShape, Computation, HloModule, Instruction, Shape, TupleShape
 from .textparse import TextParser, Tok, caret_context, read_source, run_parser
 from .textparse import unescape as _unescape
@@ -612,7 +612,7 @@ def parse_hlo(text: str, file: str | None = None, *, verify: bool = True) -> Hlo
 
 def load_hlo_file(path: str | os.PathLike) -> HloModule:
     """Read and parse an HLO text file (``.hlo``/``.txt``), or StableHLO text (``.mlir``, see
-    :func:`~hlotune.dsl.hlo.frontend.parse_module_text`)."""
+    :func:`~hlotune.frontend.read.parse_module_text`)."""
     path, data = read_source(path, "HLO")
-    from .frontend import parse_module_text
+    from .read import parse_module_text
     return parse_module_text(data, file=path)

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import ml_dtypes
 import numpy as np
 
-from ..errors import HloParseError, UnsupportedOpError
+from ..dsl.errors import HloParseError, UnsupportedOpError
 from .ast import ELEMENT_TYPES, TOKEN, ArrayShape, HloModule, Shape, TupleShape
 from .stablehlo_convert import SUPPORTED, DenseAttr, Func, MlirModule, MlirOp, Region, to_hlo_module
 from .stablehlo_types import QuantShape, parse_quant

@@ -15,7 +15,7 @@ import hashlib
 
 import numpy as np
 
-from ...tensor import extern
+from ...dsl.tensor import extern
 from .common import dtype_of, unsupported
 from .control import _extern_result, _leaf_shapes
 from .prng import half_shape, normal, philox_bits, threefry_bits, uniform_float, uniform_int

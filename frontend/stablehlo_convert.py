@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import HloParseError, UnsupportedOpError
+from ..dsl.errors import HloParseError, UnsupportedOpError
 from .ast import ArrayShape, Computation, HloModule, Instruction, Shape, TupleShape
 from .handlers.chlo import HANDLERS as _CHLO_HANDLERS
 from .handlers.collective import REFUSED as _REFUSED_WHY

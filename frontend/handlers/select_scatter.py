@@ -19,10 +19,10 @@ import itertools
 
 import numpy as np
 
-from ... import dtypes as dt
-from ...expr import IterVar, binary, const, select
-from ...ops import Op
-from ...tensor import comm_reducer, compute, reduce_axis
+from ...dsl  import dtypes as dt
+from ...dsl.expr import IterVar, binary, const, select
+from ...dsl.ops import Op
+from ...dsl.tensor import comm_reducer, compute, reduce_axis
 from .common import all_of, dims_of, eval_scalar, load, unsupported
 from .control import _extern_result
 from .reduce import _builtin

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from ...expr import const
+from ...dsl.expr import const
 from .common import dtype_of, ew, flatten, load, unsupported
 
 #: module attributes that give the replica and partition counts (HLO header, StableHLO)

@@ -7,13 +7,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ... import dtypes as dt
-from ...dtypes import DType
-from ...errors import UnsupportedOpError
-from ...expr import Expr, as_expr, binary, cast, const, substitute
-from ...ops import Op
-from ...reference import eval_op
-from ...tensor import ComputeOp, PlaceholderOp, Tensor, compute
+from ...dsl  import dtypes as dt
+from ...dsl.dtypes import DType
+from ...dsl.errors import UnsupportedOpError
+from ...dsl.expr import Expr, as_expr, binary, cast, const, substitute
+from ...dsl.ops import Op
+from ...dsl.reference import eval_op
+from ...dsl.tensor import ComputeOp, PlaceholderOp, Tensor, compute
 from ..ast import ELEMENT_TYPES
 
 SEMANTICS = "https://openxla.org/xla/operation_semantics"

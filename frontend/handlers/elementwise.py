@@ -6,10 +6,10 @@ Operands of one elementwise op share the result's shape (rank-0 operands of ``se
 
 from __future__ import annotations
 
-from ... import dtypes as dt
-from ...expr import Expr, binary, bitcast, cast, const, select, substitute, unary
-from ...ops import GroupOp, Op
-from ...tensor import ComputeOp
+from ...dsl  import dtypes as dt
+from ...dsl.expr import Expr, binary, bitcast, cast, const, select, substitute, unary
+from ...dsl.ops import GroupOp, Op
+from ...dsl.tensor import ComputeOp
 from .common import SEMANTICS, dims_of, dtype_of, ew, load, unsupported
 
 _UNARY_DOC = f"{SEMANTICS}#element-wise_unary_functions"

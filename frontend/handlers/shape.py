@@ -13,10 +13,10 @@ import math
 
 import numpy as np
 
-from ... import dtypes as dt
-from ...expr import binary, bitcast, cast, const, select
-from ...ops import Op
-from ...tensor import compute, extern
+from ...dsl  import dtypes as dt
+from ...dsl.expr import binary, bitcast, cast, const, select
+from ...dsl.ops import Op
+from ...dsl.tensor import compute, extern
 from .common import all_of, clip, dims_of, dtype_of, ew, ints, load, reshape_index, unsupported
 
 #: array constants up to this many elements become a select chain, larger ones an extern op

@@ -1,6 +1,6 @@
 """Immutable data structures for a parsed XLA HLO module.
 
-The parser (:mod:`hlotune.dsl.hlo.parser`) builds these; nothing here lowers or evaluates.
+The parser (:mod:`hlotune.frontend.parser`) builds these; nothing here lowers or evaluates.
 Names are stored without XLA's leading ``%``.
 """
 
@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import ml_dtypes
 import numpy as np
 
-from ..errors import UnsupportedOpError
+from ..dsl.errors import UnsupportedOpError
 
 __all__ = [
     "ELEMENT_TYPES",

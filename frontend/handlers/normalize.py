@@ -6,11 +6,11 @@ https://openxla.org/xla/operation_semantics#batchnormtraining
 
 from __future__ import annotations
 
-from ... import dtypes as dt
-from ...expr import binary, cast, const, select, unary
-from ...ops import Op
-from ...tensor import compute, reduce_axis
-from ...tensor import sum as dsl_sum
+from ...dsl  import dtypes as dt
+from ...dsl.expr import binary, cast, const, select, unary
+from ...dsl.ops import Op
+from ...dsl.tensor import compute, reduce_axis
+from ...dsl.tensor import sum as dsl_sum
 from .common import dims_of, dtype_of, ew, load, reshape_index, unsupported
 
 

@@ -7,10 +7,10 @@ operands, which follow XLA's formulas (dsl/complexmath.py).
 
 from __future__ import annotations
 
-from ... import dtypes as dt
-from ...dtypes import DType
-from ...expr import Expr, binary, bitcast, cast, const, select, unary
-from ...ops import Op
+from ...dsl  import dtypes as dt
+from ...dsl.dtypes import DType
+from ...dsl.expr import Expr, binary, bitcast, cast, const, select, unary
+from ...dsl.ops import Op
 from .common import SEMANTICS, dims_of, dtype_of, ew, load, unsupported
 
 #: (exponent bits, mantissa bits) of the IEEE float types reduce-precision takes

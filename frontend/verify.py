@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..errors import HloParseError
+from ..dsl.errors import HloParseError
 from .ast import ArrayShape, Computation, HloModule, Instruction, Shape, TupleShape
 from .shapecheck import Invalid, bits, check, leaves, plain
 from .textparse import caret_context

@@ -11,7 +11,7 @@ which lower the same way. https://openxla.org/stablehlo/generated/chlo
 
 from __future__ import annotations
 
-from ...expr import Expr
+from ...dsl.expr import Expr
 from .chlo_math import FLOAT_BINARY, FLOAT_UNARY, mulhi
 from .common import dims_of, dtype_of, load, unsupported
 from .staging import staged_compute

@@ -7,12 +7,12 @@ is rounded once by a second compute, as XLA:CPU does.
 
 from __future__ import annotations
 
-from ... import dtypes as dt
-from ...dtypes import DType
-from ...expr import binary, cast, const, select
-from ...ops import Op
-from ...tensor import reduce_axis
-from ...tensor import sum as dsl_sum
+from ...dsl  import dtypes as dt
+from ...dsl.dtypes import DType
+from ...dsl.expr import binary, cast, const, select
+from ...dsl.ops import Op
+from ...dsl.tensor import reduce_axis
+from ...dsl.tensor import sum as dsl_sum
 from .common import all_of, dims_of, dtype_of, ew, ints, load, reduce_compute, unsupported, window_tap
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...expr import Expr, IterVar, binary, const, select
-from ...ops import Op
-from ...tensor import extern
+from ...dsl.expr import Expr, IterVar, binary, const, select
+from ...dsl.ops import Op
+from ...dsl.tensor import extern
 from .common import all_of, as_index, clip, dims_of, eval_scalar, ew, ints, load, unsupported
 
 

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ... import dtypes as dt
-from ...expr import binary, cast, const, select
-from ...ops import Op
-from ...tensor import compute, reduce_axis
-from ...tensor import sum as dsl_sum
+from ...dsl  import dtypes as dt
+from ...dsl.expr import binary, cast, const, select
+from ...dsl.ops import Op
+from ...dsl.tensor import compute, reduce_axis
+from ...dsl.tensor import sum as dsl_sum
 from .common import as_index, dims_of, dtype_of, flatten, ints, load, unsupported
 from .control import _extern_result, _positions
 

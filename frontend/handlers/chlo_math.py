@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ... import dtypes as dt
-from ...expr import Expr, binary, bitcast, cast, const, select, unary
-from ...ops import Op
+from ...dsl  import dtypes as dt
+from ...dsl.expr import Expr, binary, bitcast, cast, const, select, unary
+from ...dsl.ops import Op
 
 __all__ = ["FLOAT_BINARY", "FLOAT_UNARY", "acos", "acosh", "asin", "asinh", "atan", "atanh",
            "bessel_i1e", "cosh", "digamma", "erf_inv", "erfc", "is_inf", "is_neg_inf",

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
-from ..errors import HloParseError
+from ..dsl.errors import HloParseError
 
 __all__ = ["TextParser", "Tok", "caret_context", "read_source", "run_parser"]
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...expr import Expr, IterVar, walk
-from ...ops import Op
+from ...dsl.expr import Expr, IterVar, walk
+from ...dsl.ops import Op
 from .common import eval_scalar
 
 _STRICT = (Op.LT, Op.GT)

@@ -14,10 +14,10 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..errors import DSLError, HloParseError, UnsupportedOpError
-from ..expr import Expr, walk
-from ..ops import Op
-from ..tensor import PlaceholderOp, Tensor, placeholder
+from ..dsl.errors import DSLError, HloParseError, UnsupportedOpError
+from ..dsl.expr import Expr, walk
+from ..dsl.ops import Op
+from ..dsl.tensor import PlaceholderOp, Tensor, placeholder
 from .ast import Computation, HloModule, Instruction
 from .handlers import (
     chlo,
@@ -201,7 +201,7 @@ EXTERN_OPS = ("while", "conditional", "sort", "scatter", "custom-call", "constan
 def supported_ops_markdown() -> str:
     """The page docs/hlo_ops.md: every supported opcode with its handler's summary."""
     lines = ["# Supported HLO opcodes", "",
-             "Generated from `dsl/hlo/lower.py`'s opcode table (`python -m hlotune.dsl.hlo.lower`).",
+             "Generated from `frontend/lower.py`'s opcode table (`python -m hlotune.frontend.lower`).",
              "Every op lowers to tensor-expression `compute` definitions with XLA's semantics, except",
              f"the extern ops ({', '.join(EXTERN_OPS)}), which run on the host with numpy and run",
              "their sub-computations (loop bodies, branches, comparators) through compiled code.",
@@ -220,11 +220,11 @@ def supported_ops_markdown() -> str:
 
 
 def _stablehlo_section() -> list[str]:
-    """The StableHLO ops the front-end maps to the opcodes above (``dsl/hlo/stablehlo_convert.py``)."""
+    """The StableHLO ops the front-end maps to the opcodes above (``frontend/stablehlo_convert.py``)."""
     from .stablehlo_convert import hlo_opcode_table
     lines = ["", "## StableHLO", "",
              "`hlotune.load_hlo` (and `hlotune run/tune`) also read StableHLO text, as",
-             "`jax.jit(f).lower(x).as_text()` prints it (`dsl/hlo/stablehlo.py`). Each op becomes the",
+             "`jax.jit(f).lower(x).as_text()` prints it (`frontend/stablehlo.py`). Each op becomes the",
              "HLO instruction(s) below, lowered by the table above: an op with several results gives a",
              "tuple and `get-tuple-element`s, and `while`/`case`/`if` regions take the values they use",
              "from outside in their tuple parameter. Any other op raises `UnsupportedOpError` naming it.",

@@ -87,12 +87,12 @@ def status_markdown() -> list[str]:
     """The status sections of docs/hlo_ops.md."""
     lines = ["", "## Every HloOpcode", "",
              ("XLA's opcode list (`xla/hlo/ir/hlo_opcode.h`) and what hlotune does with each "
-              "(`dsl/hlo/opcodes.py`)."), "", "| HloOpcode | status |", "|---|---|"]
+              "(`frontend/opcodes.py`)."), "", "| HloOpcode | status |", "|---|---|"]
     lines += [f"| `{op}` | {hlo_status(op)} |" for op in HLO_OPCODES]
     lines += ["", "## Every CHLO op", "",
               ("StableHLO's CHLO dialect (`stablehlo/dialect/ChloOps.td`): JAX's StableHLO holds "
                "these where XLA has no opcode; hlotune decomposes them as XLA's CHLO legalization "
-               "does (`dsl/hlo/handlers/chlo_math.py`)."), "", "| CHLO op | status |", "|---|---|"]
+               "does (`frontend/handlers/chlo_math.py`)."), "", "| CHLO op | status |", "|---|---|"]
     lines += [f"| `chlo.{op}` | {chlo_status(op)} |" for op in CHLO_OPS]
     return lines
 

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ...expr import IterVar, const
-from ...tensor import Graph, WhileLoop, extern
+from ...dsl.expr import IterVar, const
+from ...dsl.tensor import Graph, WhileLoop, extern
 from .common import dtype_of, eval_scalar, ew, flatten, ints, unsupported
 from .sortkeys import lex_keys, lexsort_perm, sortable
 
