@@ -88,6 +88,26 @@ class DeviceError(HlotuneError, RuntimeError):
     """A device runtime call failed (allocation, launch, copy); the message names the kernel."""
 
 
+class ResourceError(HlotuneError, MemoryError):
+    """A kernel or run would need more of a resource (memory, scratch) than the machine has; the
+    message says how much of what."""
+
+
+class InternalError(HlotuneError):
+    """An unexpected exception inside hlotune: a bug, not the input's fault. ``where`` says what
+    hlotune was doing (an op, a stage), ``line`` where in the input, ``original`` the exception's
+    type; the CLI exits with code 3 on it."""
+
+    def __init__(self, where: str, original: BaseException, *, line: int | None = None, file: str | None = None):
+        self.where = where
+        self.line = line
+        self.file = file
+        self.original = type(original).__name__
+        at = f" at {file or '<input>'}:{line}" if line else ""
+        super().__init__(f"internal error while {where}{at}: {self.original}: {original} (this is a bug in "
+                         "hlotune; please report it with the input)")
+
+
 class MissingDependencyError(HlotuneError, ImportError):
     """An optional dependency is missing; the message says which extra installs it."""
 

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..dsl.errors import DSLError, HloParseError, UnsupportedOpError
+from ..dsl.errors import HlotuneError, InternalError, UnsupportedOpError
 from ..dsl.expr import Expr, walk
 from ..dsl.ops import Op
 from ..dsl.tensor import PlaceholderOp, Tensor, placeholder
@@ -171,12 +171,11 @@ def lower_computation(module: HloModule, computation: Computation, arg_tensors: 
         ctx.comp = computation
         try:
             values[name] = handler(ctx, instr, [values[o] for o in instr.operands])
-        except (HloParseError, UnsupportedOpError):
+        except HlotuneError:
             raise
-        except (DSLError, ValueError, IndexError, KeyError, TypeError, AttributeError) as e:
-            # an instruction inconsistent with its operands (shapes, attributes): bad input
-            raise HloParseError(f"invalid '{instr.opcode}' instruction '{instr.name}': {type(e).__name__}: {e}",
-                                file=ctx.file, line=instr.line, column=instr.column) from e
+        except Exception as e:  # noqa: BLE001  (the module was verified: a handler bug, reported as one)
+            raise InternalError(f"lowering '{instr.opcode}' instruction '{instr.name}'", e, line=instr.line or None,
+                                file=ctx.file) from e
         log.debug("lowered %s = %s", name, instr.opcode)
     return values[computation.root]
 

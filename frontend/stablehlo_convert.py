@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..dsl.errors import HloParseError, UnsupportedOpError
+from ..dsl.errors import HloParseError, InternalError, UnsupportedOpError
 from .ast import ArrayShape, Computation, HloModule, Instruction, Shape, TupleShape
 from .handlers.chlo import HANDLERS as _CHLO_HANDLERS
 from .handlers.collective import REFUSED as _REFUSED_WHY
@@ -975,7 +975,7 @@ def to_hlo_module(module: MlirModule, error: Callable[..., HloParseError],
         return cv.run()
     except (HloParseError, UnsupportedOpError):
         raise
-    except Exception as e:  # a converter bug or an input it did not foresee: still located
+    except Exception as e:  # noqa: BLE001  (a converter bug: reported as one, with the op it was on)
         op = cv.current
-        raise error(f"internal error converting '{op.name if op else 'module'}' "
-                    f"({type(e).__name__}: {e})", op.tok if op else None) from e
+        raise InternalError(f"converting StableHLO op '{op.name if op else 'module'}'", e,
+                            line=op.tok.line if op else None, file=file) from e

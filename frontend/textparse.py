@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
-from ..dsl.errors import HloParseError
+from ..dsl.errors import HloParseError, InternalError
 
 __all__ = ["TextParser", "Tok", "caret_context", "read_source", "run_parser"]
 
@@ -174,12 +174,10 @@ def run_parser(parser_cls: Callable[[str, str | None], P], parse: Callable[[P], 
         return parse(parser)
     except passthrough:
         raise
-    except Exception as e:  # a parser bug: still report it as a located parse error
+    except Exception as e:  # noqa: BLE001  (a parser bug: reported as one, with where it stopped)
         logger.debug("internal %s parser error", what, exc_info=True)
-        msg = f"internal parser error ({type(e).__name__}: {e})"
-        if parser is None:
-            raise HloParseError(msg, file=file) from e
-        raise parser.error(msg, parser.peek()) from e
+        line = getattr(parser.peek(), "line", None) if parser is not None else None
+        raise InternalError(f"parsing {what} text", e, line=line, file=file) from e
 
 
 def read_source(path: str | os.PathLike, what: str) -> tuple[str, bytes]:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .dsl.errors import DataFileError, HlotuneError, KernelArgumentError
+from .dsl.errors import DataFileError, HlotuneError, InternalError, KernelArgumentError
 
 _NPZ_ERRORS = (ValueError, EOFError, OSError, zipfile.BadZipFile, zlib.error)
 
@@ -409,15 +409,23 @@ def main(argv=None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     try:
         return args.fn(args)
+    except InternalError as e:
+        print(f"hlotune: {e}", file=sys.stderr)
+        return 3
     except HlotuneError as e:
         print(f"hlotune: error: {e}", file=sys.stderr)
         return 2
-    except (OSError, KeyError) as e:
+    except OSError as e:
         print(f"hlotune: error: {e}", file=sys.stderr)
         return 2
     except sqlite3.Error as e:
         print(f"hlotune: error: tuning database: {e} (a corrupt file? give another --db)", file=sys.stderr)
         return 2
+    except Exception as e:  # noqa: BLE001  (anything else is a bug: said so, with a short traceback at -vv)
+        logging.getLogger("hlotune").debug("internal error", exc_info=True)
+        print(f"hlotune: {InternalError(f'running {args.command!r}', e)} (hlotune -vv ... shows the traceback)",
+              file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

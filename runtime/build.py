@@ -6,7 +6,7 @@ import os
 
 import numpy as np
 
-from ..dsl.errors import KernelArgumentError
+from ..dsl.errors import KernelArgumentError, ResourceError
 from ..schedules.loops import LoweredFunc
 from ..schedules.lower import lower
 from ..schedules.schedule import Schedule
@@ -115,7 +115,7 @@ def check_scratch(fn: LoweredFunc) -> None:
     (smaller shortfalls fail at run time: the kernel returns a status, see ``Library``)."""
     need = heap_bytes(fn)
     if need > memory_bytes():
-        raise MemoryError(f"kernel '{fn.name}' needs {need / 2**30:.1f} GiB of scratch buffers; "
+        raise ResourceError(f"kernel '{fn.name}' needs {need / 2**30:.1f} GiB of scratch buffers; "
                           f"this machine has {memory_bytes() / 2**30:.1f} GiB of memory")
 
 

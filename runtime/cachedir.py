@@ -99,6 +99,20 @@ def _private(kind: str, where: str, why: str) -> Path:
     return d
 
 
+def install(built: Path, dest: Path) -> Path:
+    """Move file ``built`` (made in a scratch folder, possibly on another filesystem such as a
+    tmpfs ``TMPDIR``) to ``dest`` atomically: copied beside ``dest`` first, then renamed, so
+    concurrent builders agree and readers never see a partial file."""
+    tmp = dest.parent / f".{dest.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    try:
+        shutil.copyfile(built, tmp)
+        os.chmod(tmp, os.stat(built).st_mode & 0o755)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return dest
+
+
 def scratch_dir(kind: str) -> tempfile.TemporaryDirectory:
     """A private temporary folder named for this process (``hlotune_<kind>_<pid>_*``)."""
     return tempfile.TemporaryDirectory(prefix=f"hlotune_{kind}_{os.getpid()}_")

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
-from ..dsl.errors import CompileError
+from ..dsl.errors import CompileError, ResourceError
 from .cachedir import cache_dir as checked_cache_dir
-from .cachedir import scratch_dir, unsafe_file
+from .cachedir import install, scratch_dir, unsafe_file
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def compile_c(source: str, compiler: CCompiler | None = None, timeout: float = 3
         if r.returncode != 0:
             raise CompileError(f"C compilation failed ({compiler.cc}):\n{r.stderr[-4000:]}", r.stderr, source)
         os.chmod(tmp_so, 0o755)   # never group/world-writable, whatever the umask
-        os.replace(tmp_so, out)  # atomic: concurrent builders agree
+        install(tmp_so, out)      # atomic, and across filesystems (a tmpfs TMPDIR)
     return out
 
 
@@ -124,13 +124,13 @@ class Library:
         if self._run is None:
             self._entry(ptrs)
         elif self._run(ptrs):
-            raise MemoryError(f"kernel {self.path.name} could not allocate its scratch buffers")
+            raise ResourceError(f"kernel {self.path.name} could not allocate its scratch buffers")
 
     def bench(self, ptrs, number: int) -> float:
         """Seconds for ``number`` runs."""
         t = self._bench(ptrs, number)
         if t < 0:
-            raise MemoryError(f"kernel {self.path.name} could not allocate its scratch buffers")
+            raise ResourceError(f"kernel {self.path.name} could not allocate its scratch buffers")
         return t
 
     @staticmethod

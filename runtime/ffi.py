@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ..dsl.errors import CompileError
-from .cachedir import cache_dir, scratch_dir, unsafe_file
+from .cachedir import cache_dir, install, scratch_dir, unsafe_file
 from .module import CompiledGraph, _ExternStep, _key
 
 log = logging.getLogger(__name__)
@@ -261,7 +261,7 @@ def _compile(key: str, cxx: str, flags: list[str]) -> Path:
         if r.returncode != 0:
             raise CompileError(f"the FFI shim does not compile ({cxx}):\n{r.stderr[-4000:]}", r.stderr, _SHIM)
         os.chmod(so, 0o755)
-        os.replace(so, out)
+        install(so, out)
     return out
 
 

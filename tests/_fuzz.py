@@ -3,15 +3,21 @@
 
 A case is one corpus module (HLO, XLA-optimized HLO or StableHLO text) with one token changed by
 :func:`_checks.mutate_token`. A worker subprocess loads it, compiles and runs it on the cpu, and
-compares the answers with the numpy reference (``dsl/reference.py``); when the worker dies, the
-signal is the outcome. Outcomes:
+runs the same text through XLA:CPU itself (jaxlib compiles StableHLO text; HLO text is parsed by
+XLA and converted to StableHLO) on the same inputs: XLA is the oracle, independent of hlotune's
+own reference. When the worker dies, the signal is the outcome. Outcomes:
 
-* ``matched``: loaded, ran, equal to the reference;
-* ``refused``: a typed error (an ``HlotuneError`` subclass, or MemoryError) at some stage;
+* ``matched``: loaded, ran, equal to XLA's answer under the tolerance policy (XLA's optimized
+  HLO, ``.opt.hlo``, does not compile again in XLA:CPU: those are held to hlotune's reference
+  evaluator; ``stage`` says which oracle answered);
+* ``refused``: a typed refusal of the input (a parse or verifier error, an unsupported op, a
+  resource limit) before the module was accepted;
+* ``xla_refused``: hlotune ran a module that XLA refuses (reported; not a failure by itself);
 * ``timeout``: still running after the time limit (a mutated loop condition may never end);
-* failures: ``crash`` (a signal or exit), ``untyped`` (any other exception), ``wrong`` (an
-  answer differing from the reference) and ``reference_error`` (the compiled code ran but the
-  reference refused the same graph, e.g. an index out of bounds).
+* failures: ``crash`` (a signal or exit), ``untyped`` (any other exception), ``internal``
+  (hlotune's InternalError: a bug it caught), ``verified_error`` (a module the verifier accepted
+  ending in a compile, lowering, schedule or DSL error), ``wrong`` (an answer differing from
+  XLA's).
 
 Run ``python tests/_fuzz.py FILE`` to replay one module text in this process.
 """
@@ -32,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DATA = Path(__file__).parent / "data"
-FAILURES = ("crash", "untyped", "wrong", "reference_error")
+FAILURES = ("crash", "untyped", "internal", "verified_error", "wrong")
 #: modules whose compile + run + reference take over 2 s here: left out of the fuzz
 HEAVY = ("matmul_1024", "attention_multi_head")
 #: JAX programs of special functions: a mutated operand sends their rational approximations where
@@ -96,10 +102,11 @@ def mutate(path: Path, data, kinds=("number", "delete", "duplicate", "replace"))
 
 @dataclass(frozen=True)
 class Outcome:
-    kind: str            # matched, refused, timeout, crash, untyped, wrong, reference_error
+    kind: str            # matched, refused, xla_refused, timeout, or one of FAILURES
     error: str = ""      # the exception type, or the signal
-    stage: str = ""      # load, compile, run, reference, compare
+    stage: str = ""      # load, compile, run, xla, compare
     detail: str = ""
+    seconds: float = 0.0
 
     @property
     def failed(self) -> bool:
@@ -116,14 +123,63 @@ def _tolerance(dtype, ref):
     return tolerance(dtype, float(finite.max()) if finite.size else 1.0)
 
 
-def run_case(text: str, file: str) -> dict:
-    """Load, compile, run and check one module in this process; never raises."""
+#: errors that refuse the input: a module the verifier accepted may end in none but the last two
+REFUSALS = ("HloParseError", "UnsupportedOpError", "DataFileError", "ResourceError", "MemoryError")
+#: errors after verification that are hlotune's own fault
+BUGS = ("CompileError", "LoweringError", "ScheduleError", "DSLError", "InternalError")
+
+
+def xla_outputs(text: str, file: str, inputs) -> list:
+    """XLA:CPU's outputs of module ``text`` on ``inputs``: StableHLO compiled as it is, HLO text
+    parsed by XLA and converted to StableHLO. Raises whatever XLA raises when it refuses."""
+    import jax
     import numpy as np
+    from jax._src import xla_bridge as xb
+    from jax._src.lib import xla_client as xc
+    from jaxlib import lapack
+    lapack._lapack.initialize()     # jax does this when it lowers a linalg op; XLA's LAPACK calls need it
+    be = xb.get_backend("cpu")
+    if file.endswith(".mlir") or not text.lstrip().startswith("HloModule"):
+        mod = text
+    else:
+        proto = xc.hlo.hlo_module_from_text(text).as_serialized_hlo_module_proto()
+        mod = xc._xla.mlir.hlo_to_stablehlo(proto)
+    exe = be.compile_and_load(mod, xc.DeviceList(tuple(be.local_devices()[:1])), xc.CompileOptions())
+    outs = exe.execute_sharded([jax.device_put(np.asarray(a)) for a in inputs])
+    return [np.asarray(o[0]) for o in outs.disassemble_into_single_device_arrays()]
+
+
+def _compare(got, want) -> str | None:
+    """Why ``got`` differs from XLA's ``want`` beyond the tolerance policy, or None."""
+    import numpy as np
+    if len(got) != len(want):
+        return f"{len(got)} outputs, XLA gives {len(want)}"
+    for k, (g, r) in enumerate(zip(got, want)):
+        g, r = np.asarray(g), np.asarray(r)
+        if g.shape != r.shape or g.dtype != r.dtype:
+            return f"output {k}: {g.dtype}{list(g.shape)} vs XLA's {r.dtype}{list(r.shape)}"
+        if r.dtype.kind in "fc" or r.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+            w = r.astype(np.complex128 if r.dtype.kind == "c" else np.float64)
+            rtol, atol = _tolerance(r.dtype, w)
+            ok = np.isclose(g.astype(w.dtype), w, rtol=rtol, atol=atol, equal_nan=True)
+        else:
+            ok = g == r
+        if not ok.all():
+            i = tuple(int(x[0]) for x in np.nonzero(~ok))
+            return (f"output {k} differs at {list(i)}: {g[i]!r} vs XLA's {r[i]!r} "
+                    f"({int((~ok).sum())} of {ok.size} elements)")
+    return None
+
+
+def run_case(text: str, file: str) -> dict:
+    """Load, compile and run one module in this process, then XLA on the same inputs; never
+    raises. ``seconds``: hlotune's load + compile + run time."""
+    import time
+
     from hlotune.dsl.errors import HlotuneError
-    from hlotune.dsl.reference import evaluate
 
     import hlotune
-    stage = "load"
+    stage, t0 = "load", time.perf_counter()
     try:
         m = hlotune.load_hlo(text)
         stage = "compile"
@@ -132,28 +188,33 @@ def run_case(text: str, file: str) -> dict:
         ins = m.random_inputs(seed=1)
         got = c(*ins)
         got = got if isinstance(got, tuple) else (got,)
-        stage = "reference"
-        ref = evaluate(list(m.outputs), ins, m.params)
     except BaseException as e:  # noqa: BLE001  (classified, never raised)
-        typed = isinstance(e, (HlotuneError, MemoryError))
-        kind = "refused" if typed and stage != "reference" else "reference_error" if typed else "untyped"
-        return {"kind": kind, "error": type(e).__name__, "stage": stage, "detail": str(e)[:800]}
-    for k, (g, r) in enumerate(zip(got, ref)):
-        g, r = np.asarray(g), np.asarray(r)
-        if g.shape != r.shape or g.dtype != r.dtype:
-            return {"kind": "wrong", "stage": "compare",
-                    "detail": f"output {k}: {g.dtype}{list(g.shape)} vs reference {r.dtype}{list(r.shape)}"}
-        if r.dtype.kind in "fc":
-            rtol, atol = _tolerance(r.dtype, r.astype(np.float64))
-            ok = np.isclose(g.astype(np.float64), r.astype(np.float64), rtol=rtol, atol=atol, equal_nan=True)
+        name = type(e).__name__
+        if name == "InternalError":
+            kind = "internal"
+        elif not isinstance(e, (HlotuneError, MemoryError)):
+            kind = "untyped"
+        elif stage != "load" and name in BUGS:
+            kind = "verified_error"
         else:
-            ok = g == r
-        if not ok.all():
-            i = tuple(int(x[0]) for x in np.nonzero(~ok))
-            return {"kind": "wrong", "stage": "compare",
-                    "detail": f"output {k} differs at {list(i)}: {g[i]!r} vs reference {r[i]!r} "
-                              f"({int((~ok).sum())} of {ok.size} elements)"}
-    return {"kind": "matched", "stage": "compare"}
+            kind = "refused"
+        return {"kind": kind, "error": name, "stage": stage, "detail": str(e)[:800],
+                "seconds": time.perf_counter() - t0}
+    dt = time.perf_counter() - t0
+    oracle = "reference" if file.endswith(".opt.hlo") else "xla"
+    try:
+        if oracle == "xla":
+            want = xla_outputs(text, file, ins)
+        else:   # XLA's optimized HLO (fusions without backend configs) does not compile again in
+            from hlotune.dsl.reference import evaluate    # XLA:CPU (its converter may even crash)
+            want = evaluate(list(m.outputs), ins, m.params)
+    except Exception as e:  # noqa: BLE001  (the oracle's refusal, recorded)
+        return {"kind": "xla_refused", "error": type(e).__name__, "stage": oracle, "detail": str(e)[:800],
+                "seconds": dt}
+    why = _compare(got, want)
+    if why:
+        return {"kind": "wrong", "stage": "compare", "detail": f"({oracle}) {why}", "seconds": dt}
+    return {"kind": "matched", "stage": oracle, "seconds": dt}
 
 
 def _serve() -> None:

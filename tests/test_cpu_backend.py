@@ -574,3 +574,27 @@ def test_random_array_helper_dtypes():
     rng = np.random.default_rng(0)
     for d in FLOATS + INTS + ["bool"]:
         assert random_array((3,), d, rng).dtype == npdtype(d)
+
+
+
+def test_builds_work_when_the_scratch_folder_is_on_another_filesystem(monkeypatch, tmp_path):
+    """TMPDIR on a tmpfs and the cache on disk: os.replace across filesystems fails (EXDEV), so
+    a built library is copied beside its cache entry first, then renamed there."""
+    import errno
+    import os as _os
+
+    from hlotune.runtime import cachedir
+    real = _os.replace
+
+    def replace(src, dst):
+        if _os.path.dirname(_os.path.abspath(src)) != _os.path.dirname(_os.path.abspath(dst)):
+            raise OSError(errno.EXDEV, "Invalid cross-device link")
+        return real(src, dst)
+    monkeypatch.setattr(cachedir.os, "replace", replace)
+    monkeypatch.setenv("HLOTUNE_CACHE", str(tmp_path / "cache"))
+    A = dsl.placeholder((7,), "float32", name="A")
+    B = dsl.compute((7,), lambda i: A[i] * 3.0 + 0.25, name="B")
+    f = hlotune.build(hlotune.Schedule(B))
+    x = np.arange(7, dtype=np.float32)
+    np.testing.assert_array_equal(f(x), x * 3 + 0.25)
+    assert not list((tmp_path / "cache").rglob("*.tmp"))

@@ -1,8 +1,10 @@
 """Fuzzing real modules: one token of a corpus or JAX user module (HLO, optimized HLO or StableHLO)
-changed, then loaded, compiled and run on the cpu in a worker subprocess (tests/_fuzz.py). No
-case may end the worker with a signal, raise anything but hlotune's typed errors (or
-MemoryError), or answer differently from the numpy reference. Bounded to about a minute; the
-long run is ``python -m bench.fuzz_modules --cases 5000``."""
+changed, then loaded, compiled and run on the cpu in a worker subprocess (tests/_fuzz.py) and
+through XLA:CPU on the same inputs. No case may end the worker with a signal, raise anything but
+a typed refusal of its input, end in a compile/lowering/schedule/internal error after the
+verifier accepted it, or answer differently from XLA. Bounded in time, with a minimum number of
+mutated cases that must have run; the long run is ``python -m bench.fuzz_modules --cases 10000``
+(results/fuzz.md)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from _fuzz import Fuzzer, corpus, mutate
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-BUDGET_S = 20.0   # the 6,000-case run off CI: bench/fuzz_modules.py
+BUDGET_S = 25.0   # the long run off CI: bench/fuzz_modules.py
+MIN_CASES = 15    # mutated cases that must have run within the budget (else the test proves nothing)
 FILES = corpus()
 
 
@@ -22,6 +25,7 @@ FILES = corpus()
 def fuzzer():
     f = Fuzzer(timeout=30.0)
     f.started = time.monotonic()
+    f.cases = 0
     yield f
     f.close()
 
@@ -35,6 +39,7 @@ def test_corpus_modules_match_through_the_fuzz_worker(fuzzer):
     assert (out.kind, out.error) == ("crash", "SIGSEGV") and out.failed
     bad = fuzzer.run("HloModule m\nENTRY e {\n  ROOT a = f32[3] add(b, b)\n}\n", "bad.hlo")
     assert (bad.kind, bad.error, bad.stage) == ("refused", "HloParseError", "load") and not bad.failed
+    fuzzer.started = time.monotonic()     # the budget is for mutated cases
 
 
 def test_a_loop_that_never_ends_times_out_and_the_worker_restarts():
@@ -57,5 +62,11 @@ def test_mutated_modules_run_and_match_or_are_refused(fuzzer, path, data):
     if time.monotonic() - fuzzer.started > BUDGET_S:   # drawn first: the draws stay deterministic
         return
     out = fuzzer.run(text, path.name)
+    fuzzer.cases += 1
     assert not out.failed, (f"{path.name}: {out.kind} {out.error} at {out.stage}: {out.detail}\n"
                             f"--- mutated module ---\n{text}")
+
+
+def test_enough_mutated_cases_ran(fuzzer):
+    """Runs after the property test (file order): its budget may not be spent on nothing."""
+    assert fuzzer.cases >= MIN_CASES, f"only {fuzzer.cases} mutated cases ran in {BUDGET_S:g} s"

@@ -61,3 +61,53 @@ def test_gather_with_an_index_vector_of_the_wrong_size_is_refused():
     with pytest.raises(HloParseError, match="index vector has 2 element") as info:
         hlotune.load_hlo(text)
     assert info.value.line == 5
+
+
+# ----------------------------------------------------------------------------- internal errors
+
+def test_a_bug_in_a_handler_is_an_internal_error_not_the_inputs_fault(monkeypatch, capsys, tmp_path):
+    """An unexpected exception while lowering a verified module says it is a bug (InternalError
+    with the op, its line and the original type); the CLI exits 3 without a traceback."""
+    from hlotune.cli import main
+    from hlotune.dsl.errors import InternalError
+    from hlotune.frontend import lower
+    text = "HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p)\n}\n"
+
+    def broken(ctx, instr, operands):
+        raise KeyError("a handler bug")
+    monkeypatch.setitem(lower.HANDLERS, "negate", broken)
+    with pytest.raises(InternalError, match=r"lowering 'negate' instruction 'n' at <input>:4: KeyError") as e:
+        hlotune.load_hlo(text)
+    assert e.value.original == "KeyError" and e.value.line == 4
+    f = tmp_path / "m.hlo"
+    f.write_text(text)
+    assert main(["run", str(f)]) == 3
+    err = capsys.readouterr().err
+    assert "internal error" in err and "bug in hlotune" in err and "Traceback" not in err
+
+
+def test_a_parser_bug_is_an_internal_error_with_its_line(monkeypatch):
+    from hlotune.dsl.errors import InternalError
+    from hlotune.frontend import parser
+
+    def broken(self, *a, **k):
+        raise IndexError("a parser bug")
+    monkeypatch.setattr(parser._Parser, "instruction", broken, raising=True)
+    with pytest.raises(InternalError, match="parsing HLO text.*IndexError"):
+        hlotune.load_hlo("HloModule m\nENTRY e {\n  ROOT p = f32[4] parameter(0)\n}\n")
+
+
+def test_scratch_beyond_memory_is_a_typed_resource_error_in_the_cli(monkeypatch, capsys, tmp_path):
+    """A kernel needing more scratch than the machine has (37 GiB in the reported case): a typed
+    error (ResourceError, still a MemoryError), exit 2, no traceback."""
+    from hlotune.cli import main
+    from hlotune.dsl.errors import ResourceError
+    from hlotune.runtime import build
+    monkeypatch.setattr(build, "heap_bytes", lambda fn: 37 << 30)
+    monkeypatch.setattr(build, "memory_bytes", lambda: 24 << 30)
+    f = tmp_path / "m.hlo"
+    f.write_text("HloModule m\nENTRY e {\n  p = f32[4] parameter(0)\n  ROOT n = f32[4] negate(p)\n}\n")
+    assert issubclass(ResourceError, MemoryError)
+    assert main(["run", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert "37.0 GiB of scratch" in err and "Traceback" not in err, err
