@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hlotune.dsl.errors import DSLError, HloParseError
 
@@ -111,3 +112,29 @@ def test_scratch_beyond_memory_is_a_typed_resource_error_in_the_cli(monkeypatch,
     assert main(["run", str(f)]) == 2
     err = capsys.readouterr().err
     assert "37.0 GiB of scratch" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("op,ty", [("not", "f32"), ("popcnt", "f32"), ("atan2", "s32"), ("atan2", "u32"),
+                                   ("atan2", "pred")])
+def test_op_type_pairs_without_a_meaning_are_refused_at_load(op, ty):
+    """XLA refuses these at once; so does hlotune, naming the op (not the C renderer, later)."""
+    from hlotune.dsl.errors import UnsupportedOpError
+    args = "p, p" if op == "atan2" else "p"
+    text = f"HloModule m\nENTRY e {{\n  p = {ty}[4] parameter(0)\n  ROOT r = {ty}[4] {op}({args})\n}}\n"
+    with pytest.raises(UnsupportedOpError, match=op):
+        hlotune.load_hlo(text)
+
+
+def test_unsigned_powers_follow_the_stablehlo_spec():
+    """The reference interpreter's integer power: exact modulo 2^bits for unsigned exponents (XLA:CPU
+    reads a top bit as negative and gives 0: documented in docs/hlo_ops.md); negative signed
+    exponents give 0, or +-1 for bases +-1."""
+    t = ("func.func @main(%a: tensor<5xui32>, %b: tensor<5xui32>) -> tensor<5xui32> {\n"
+         "  %0 = stablehlo.power %a, %b : tensor<5xui32>\n  return %0 : tensor<5xui32>\n}\n")
+    a = np.array([5, 3, 2, 7, 0], np.uint32)
+    b = np.array([2**31 + 3, 2**31, 2**32 - 1, 5, 0], np.uint32)
+    want = [pow(int(x), int(y), 2**32) for x, y in zip(a, b)]
+    np.testing.assert_array_equal(hlotune.compile(hlotune.load_hlo(t))(a, b), want)
+    s = t.replace("ui32", "i32")
+    a, b = np.array([5, 1, -1, -1, 2], np.int32), np.array([-1, -7, -3, -4, 30], np.int32)
+    np.testing.assert_array_equal(hlotune.compile(hlotune.load_hlo(s))(a, b), [0, 1, -1, 1, 2**30])

@@ -46,6 +46,8 @@ _UNARY_FNS = {
     "is-finite": lambda x: unary(Op.ISFINITE, x), "popcnt": lambda x: unary(Op.POPCNT, x),
     "count-leading-zeros": lambda x: unary(Op.CLZ, x), "logistic": _logistic,
 }
+#: ops XLA defines on integers and pred only (popcnt/clz: integers)
+_INT_ONLY = {"not", "popcnt", "count-leading-zeros"}
 _FLOAT_ONLY = {"exponential", "exponential-minus-one", "log", "log-plus-one", "sqrt", "rsqrt",
                "cbrt", "tanh", "erf", "sine", "cosine", "tan", "floor", "ceil",
                "round-nearest-even", "round-nearest-afz", "is-finite", "logistic"}
@@ -71,6 +73,8 @@ def _make_unary(opcode: str):
             raise unsupported(ctx, instr, f"{opcode} of complex {x.dtype}")
         if opcode in _FLOAT_ONLY and not (x.dtype.is_float or x.dtype.is_complex):
             raise unsupported(ctx, instr, f"{opcode} needs a floating-point operand, got {x.dtype}")
+        if opcode in _INT_ONLY and (x.dtype.is_float or x.dtype.is_complex):
+            raise unsupported(ctx, instr, f"{opcode} needs an integer or pred operand, got {x.dtype}")
         return ew(instr, dims_of(instr), lambda *i: fn(load(x, i)), dtype_of(ctx, instr))
     handler.__name__ = f"lower_{opcode.replace('-', '_')}"
     handler.__doc__ = f"Elementwise ``{opcode}``: {_UNARY_DOC}"
@@ -86,11 +90,22 @@ def _make_binary(opcode: str):
             raise unsupported(ctx, instr, f"{opcode} needs integer or pred operands")
         if a.dtype.is_complex and op not in GroupOp.Complex:
             raise unsupported(ctx, instr, f"{opcode} of complex {a.dtype}")
+        if op is Op.ATAN2 and not (a.dtype.is_float or a.dtype.is_complex):
+            raise unsupported(ctx, instr, f"atan2 needs floating-point operands, got {a.dtype}")
         return ew(instr, dims_of(instr), lambda *i: binary(op, load(a, i), load(b, i)),
                   dtype_of(ctx, instr))
     handler.__name__ = f"lower_{opcode.replace('-', '_')}"
-    handler.__doc__ = f"Elementwise ``{opcode}``: {_BINARY_DOC}"
+    handler.__doc__ = f"Elementwise ``{opcode}``: {_BINARY_DOC}" + _BINARY_NOTES.get(opcode, "")
     return handler
+
+
+#: where hlotune's answer is the StableHLO spec's and XLA's differs
+_BINARY_NOTES = {
+    "power": " Integer powers follow the StableHLO spec's reference interpreter: a negative signed exponent "
+             "gives 0 (1 or -1 for a base of 1 or -1) and an unsigned exponent is never negative, so "
+             "5^(2^31+3) in u32 is 125 (exact modulo 2^32); XLA:CPU reads unsigned exponents with the top bit "
+             "set as negative and gives 0 there.",
+}
 
 
 def total_order_key(x: Expr) -> Expr:
