@@ -60,7 +60,7 @@ def main() -> None:
         counts[out.kind] += 1
         if out.kind == "refused":
             refused[f"{out.error} ({out.stage})"] += 1
-        if out.failed:
+        if out.failed or out.kind == "timeout":
             args.out.mkdir(exist_ok=True)
             f = args.out / f"{sum(counts[k] for k in FAILURES):04d}_{path.name}"
             f.write_text(text)
@@ -75,12 +75,14 @@ def main() -> None:
         fuzzer.close()
     n = sum(counts.values())
     wall = time.monotonic() - t0
-    kinds = ("matched", "refused", "xla_refused", "timeout", *FAILURES)
-    table = md_table(["outcome", "cases", "failure?"], [[k, counts[k], "yes" if k in FAILURES else ""] for k in kinds])
+    kinds = ("matched", "refused", "xla_refused", "impl_defined", "timeout", *FAILURES)
+    table = md_table(["outcome", "cases", "failure?"], [[k, counts[k], "yes" if k in FAILURES else
+                                                         ("a hang" if k == "timeout" else "")] for k in kinds])
     slow = sorted(rows, key=lambda r: -r["seconds"])[:10]
-    fails = [r for r in rows if r["kind"] in FAILURES]
+    fails = [r for r in rows if r["kind"] in (*FAILURES, "timeout", "impl_defined")]
     notes = (f"{n} cases in {wall:.0f} s over {len(files)} module texts (seed {args.seed}, "
-             f"{args.timeout:g} s per case), XLA:CPU as the oracle. **Failures: {len(fails)}.**\n\n"
+             f"{args.timeout:g} s per case), XLA:CPU as the oracle. **Failures: "
+             f"{sum(counts[k] for k in FAILURES)}, hangs (timeouts): {counts['timeout']}.**\n\n"
              "## Refused, by error type (stage)\n\n"
              + md_table(["error (stage)", "cases"], [[k, v] for k, v in refused.most_common()])
              + "\n\n## XLA refused (hlotune ran them)\n\n"
@@ -89,7 +91,7 @@ def main() -> None:
              + "\n\n## Slowest cases\n\n"
              + md_table(["case", "module", "outcome", "seconds"], [[r["case"], r["module"], r["kind"], r["seconds"]]
                                                                  for r in slow])
-             + ("\n\n## Failures\n\n" + md_table(["case", "module", "outcome", "error", "detail"],
+             + ("\n\n## Failures, hangs and implementation-defined differences\n\n" + md_table(["case", "module", "outcome", "error", "detail"],
                                                     [[r["case"], r["module"], r["kind"], r["error"],
                                                       r["detail"][:160].replace("|", "/")] for r in fails])
                 if fails else ""))

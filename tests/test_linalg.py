@@ -7,6 +7,7 @@ identities they promise; the StableHLO forms (layout attributes ``tensor<2xindex
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -238,3 +239,16 @@ def test_shardy_sharding_constraint_in_stablehlo():
 }"""
     x = R.standard_normal((4, 3)).astype(np.float32)
     np.testing.assert_array_equal(run(text, x)[0], x)
+
+
+@pytest.mark.parametrize("old,new,word", [("trans_x = 78", "trans_x = 11", "trans_x = 11"),
+                                          ("diag = 78", "diag = 20", "diag = 20"),
+                                          ("side = 76 : ui8", "side = 76 : m.1", "not a list")])
+def test_lapack_options_outside_lapacks_are_refused(old, new, word):
+    """A character option LAPACK does not define (XLA passes it through, and may crash on it), or
+    a backend_config entry that is not 'name = integer', is refused at load naming it."""
+    from hlotune.dsl.errors import UnsupportedOpError
+    text = (Path(__file__).parent / "data" / "jax_programs" / "linalg_triangular.hlo").read_text()
+    assert old in text
+    with pytest.raises(UnsupportedOpError, match=word):
+        hlotune.load_hlo(text.replace(old, new))

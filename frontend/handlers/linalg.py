@@ -130,13 +130,40 @@ def _prefix(ctx, instr, wd: np.dtype) -> str:
 _TARGET = re.compile(r"lapack_([sdcz])(potrf|getrf|geqrf|orgqr|ungqr|syevd|heevd|gesdd|gesvd|trsm)_ffi")
 
 
-def backend_config(instr) -> dict[str, int]:
+#: the LAPACK character options JAX passes (as ASCII codes) and the values each may take
+_CHAR_OPTIONS = {"side": "LR", "uplo": "LU", "trans_x": "NTC", "diag": "NU"}
+#: ``mode`` by routine: which singular vectors (gesdd/gesvd), eigenvectors or not (syevd/heevd)
+_MODES = {"gesdd": "ASON", "gesvd": "ASON", "syevd": "VN", "heevd": "VN"}
+_ENTRY = re.compile(r"\s*(\w+)\s*=\s*(-?\d+)\s*(?::\s*[su]i\d+\s*)?")
+
+
+def backend_config(instr) -> dict[str, int] | None:
     """The FFI attributes of a custom call: ``{uplo = 76 : ui8}`` (HLO text) or a dict
-    (StableHLO's ``mhlo.backend_config``)."""
+    (StableHLO's ``mhlo.backend_config``); None when an entry is not ``name = integer``."""
     v = instr.attr("backend_config")
     if isinstance(v, dict):
-        return {k: int(x) for k, x in v.items() if isinstance(x, (int, np.integer))}
-    return {k: int(x) for k, x in re.findall(r"(\w+)\s*=\s*(-?\d+)", v or "")}
+        if not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v.values()):
+            return None
+        return {k: int(x) for k, x in v.items()}
+    body = (v or "").strip()
+    body = body[1:-1] if body.startswith("{") and body.endswith("}") else body
+    out = {}
+    for part in filter(str.strip, body.split(",")):
+        m = _ENTRY.fullmatch(part)
+        if m is None:
+            return None
+        out[m[1]] = int(m[2])
+    return out
+
+
+def _check_options(ctx, instr, routine, cfg) -> None:
+    """Every character option of a LAPACK call is one of those LAPACK defines (XLA passes them
+    through to LAPACK, which may crash on others)."""
+    options = {**_CHAR_OPTIONS, **({"mode": _MODES[routine]} if routine in _MODES else {})}
+    for key, allowed in options.items():
+        if key in cfg and not (0 <= cfg[key] < 128 and chr(cfg[key]) in allowed):
+            raise unsupported(ctx, instr, f"backend_config {key} = {cfg[key]} is not one of "
+                                          f"{', '.join(f'{ord(c)} ({c!r})' for c in allowed)}")
 
 
 def is_lapack_target(target: str) -> bool:
@@ -150,6 +177,10 @@ def lower_lapack(ctx, instr, operands):
     target = instr.attr("custom_call_target")
     prefix, routine = _TARGET.fullmatch(target).groups()
     cfg = backend_config(instr)
+    if cfg is None:
+        raise unsupported(ctx, instr, f"backend_config {instr.attr('backend_config')!r} is not a list of "
+                                      "'name = integer' entries")
+    _check_options(ctx, instr, routine, cfg)
     leaves = _leaf_shapes(instr.shape)
     outs = [(tuple(s.dims), dtype_of(ctx, instr, s)) for s in leaves]
     _check_lapack(ctx, instr, prefix, routine, cfg, operands, outs)
@@ -240,16 +271,19 @@ def _orgqr(p, cfg, a, tau):
 def _syevd(p, cfg, a):
     name = "heevd" if p in "cz" else "syevd"
     vectors = cfg.get("mode", 86) == 86
-    w, v, info = _lapack(p, name)(a, compute_v=int(vectors), lower=int(cfg.get("uplo", 76) == 76))
-    return (v if vectors else a), w, info
+    work = np.array(a, order="F")     # LAPACK's own buffer: without vectors its output is what LAPACK left
+    w, v, info = _lapack(p, name)(work, compute_v=int(vectors), lower=int(cfg.get("uplo", 76) == 76),
+                                  overwrite_a=1)
+    return (v if vectors else work), w, info
 
 
 def _gesvd_like(name):
     def run(p, cfg, a):
         mode = cfg.get("mode", 65)
         full, vectors = mode == 65, mode != 78
-        u, s, vt, info = _lapack(p, name)(a, compute_uv=int(vectors), full_matrices=int(full))
-        return a, s, (u if vectors else None), (vt if vectors else None), info
+        work = np.array(a, order="F")     # output 0 is the input as LAPACK leaves it (JAX's FFI returns it)
+        u, s, vt, info = _lapack(p, name)(work, compute_uv=int(vectors), full_matrices=int(full), overwrite_a=1)
+        return work, s, (u if vectors else None), (vt if vectors else None), info
     return run
 
 

@@ -31,7 +31,7 @@ def _array_constant(ctx, instr, arr: np.ndarray, shape):
     d = dtype_of(ctx, instr, shape)
     arr = np.asarray(arr).astype(d.np).reshape(shape.dims)
     flat = arr.reshape(-1)
-    bits = flat.view(np.uint8).reshape(flat.size, -1)
+    bits = flat.view(np.uint8).reshape(flat.size, d.np.itemsize if d.np.itemsize else -1)
     if flat.size and np.all(bits == bits[0]):  # a splat (bitwise: NaN and -0.0 included)
         v = _py(flat[0], d)
         return compute(tuple(shape.dims), lambda *i: const(v, d), name=instr.name, tag="constant")
