@@ -75,7 +75,7 @@ def main() -> None:
         fuzzer.close()
     n = sum(counts.values())
     wall = time.monotonic() - t0
-    kinds = ("matched", "refused", "xla_refused", "impl_defined", "timeout", *FAILURES)
+    kinds = ("matched", "refused", "xla_refused", "impl_defined", "both_hang", "timeout", *FAILURES)
     table = md_table(["outcome", "cases", "failure?"], [[k, counts[k], "yes" if k in FAILURES else
                                                          ("a hang" if k == "timeout" else "")] for k in kinds])
     slow = sorted(rows, key=lambda r: -r["seconds"])[:10]

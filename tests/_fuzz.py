@@ -16,7 +16,9 @@ own reference. When the worker dies, the signal is the outcome. Outcomes:
   by itself);
 * ``impl_defined``: hlotune and XLA differ where the semantics leave the answer open (a reduction
   whose init value is not its reducer's identity; see ``implementation_defined``);
-* ``timeout``: still running after the time limit (a mutated loop condition may never end);
+* ``timeout``: still running after the time limit while XLA ends (a hang of hlotune's);
+* ``both_hang``: hlotune and XLA both still running after the limit (the mutation made a loop
+  endless: not a failure);
 * failures: ``crash`` (a signal or exit), ``untyped`` (any other exception), ``internal``
   (hlotune's InternalError: a bug it caught), ``verified_error`` (a module the verifier accepted
   ending in a compile, lowering, schedule or DSL error), ``wrong`` (an answer differing from
@@ -260,6 +262,20 @@ def run_case(text: str, file: str, phase=lambda name: None) -> dict:
     return {"kind": "matched", "stage": oracle, "seconds": dt}
 
 
+def xla_only(text: str, file: str) -> dict:
+    """XLA alone on the module's inputs: how long it takes (after hlotune hung on the module)."""
+    import time
+
+    import hlotune
+    t0 = time.perf_counter()
+    try:
+        m = hlotune.load_hlo(text)
+        xla_outputs(text, file, m.random_inputs(seed=1))
+    except Exception as e:  # noqa: BLE001
+        return {"kind": "xla_refused", "error": type(e).__name__, "stage": "xla", "detail": str(e)[:400]}
+    return {"kind": "xla_done", "stage": "xla", "seconds": time.perf_counter() - t0}
+
+
 def _serve() -> None:
     """Worker loop: one JSON request per stdin line, one JSON reply per line on the original
     stdout (fd 1 is redirected to stderr, so nothing else can corrupt the replies)."""
@@ -272,7 +288,10 @@ def _serve() -> None:
         def phase(name, out=out):
             out.write(json.dumps({"phase": name}) + "\n")
             out.flush()
-        out.write(json.dumps(run_case(req["text"], req["file"], phase)) + "\n")
+        if req.get("xla_only"):
+            out.write(json.dumps(xla_only(req["text"], req["file"])) + "\n")
+        else:
+            out.write(json.dumps(run_case(req["text"], req["file"], phase)) + "\n")
         out.flush()
 
 
@@ -326,8 +345,16 @@ class Fuzzer:
                 line = self.replies.get(timeout=self.timeout)
             except queue.Empty:
                 self._stop()
-                return Outcome("timeout" if phase == "hlotune" else "xla_refused", "timeout" if phase != "hlotune" else "",
-                               stage="run" if phase == "hlotune" else phase, detail=f"over {self.timeout:g} s")
+                if phase != "hlotune":
+                    return Outcome("xla_refused", "timeout", stage=phase, detail=f"XLA ran over {self.timeout:g} s")
+                if extra.get("xla_only"):
+                    return Outcome("timeout", stage="xla", detail=f"XLA ran over {self.timeout:g} s too")
+                xla = self.run(text, file, xla_only=True)     # does the program itself never end?
+                if xla.kind == "timeout":
+                    return Outcome("both_hang", stage="run", detail=f"hlotune and XLA both ran over {self.timeout:g} s "
+                                                                    "(a loop the mutation made endless)")
+                return Outcome("timeout", stage="run", detail=f"over {self.timeout:g} s; XLA: {xla.kind} "
+                                                              f"{xla.detail or f'in {xla.seconds:.2f} s'}")
             if line is None:
                 rc = self.proc.wait()
                 self.proc = None

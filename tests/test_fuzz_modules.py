@@ -48,7 +48,7 @@ def test_a_loop_that_never_ends_times_out_and_the_worker_restarts():
         text = ("HloModule m\ncond {\n  s = f32[] parameter(0)\n  ROOT t = pred[] constant(true)\n}\n"
                 "body {\n  s = f32[] parameter(0)\n  ROOT n = f32[] negate(s)\n}\n"
                 "ENTRY e {\n  p = f32[] parameter(0)\n  ROOT w = f32[] while(p), condition=cond, body=body\n}\n")
-        assert f.run(text, "loop.hlo").kind == "timeout"
+        assert f.run(text, "loop.hlo").kind == "both_hang"       # XLA never ends it either
         assert f.run(FILES[0].read_text(), FILES[0].name).kind == "matched"
     finally:
         f.close()
