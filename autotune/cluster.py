@@ -209,7 +209,7 @@ class DaskMeasurer:
                         pending[self._submit(configs[i])] = i
                     else:
                         results[i] = self._failed(configs[i], f"lost its Dask worker {tries[i]} times; last: "
-                                                  f"{type(e).__name__}: {e}")
+                                                  f"{type(e).__name__}: {e}", infra=True)
                     continue
                 except Exception as e:  # noqa: BLE001  (whatever a worker raised is this candidate's failure)
                     results[i] = self._failed(configs[i], f"the Dask worker raised {type(e).__name__}: {e}")
@@ -221,21 +221,30 @@ class DaskMeasurer:
         pass
 
     def _check_workers(self, idle_since, pending, results, configs):
-        """Fail what is pending once no worker has been connected for ``no_worker_s``."""
+        """Say at once when no worker is connected; after ``no_worker_s`` without one, cancel
+        what is pending and stop the run (ClusterError): its finished trials are in the database
+        and the same command resumes once workers are back."""
         if self.client.scheduler_info().get("workers"):
             return None
         now = time.monotonic()
-        idle_since = idle_since or now
+        if idle_since is None:
+            log.warning("dask: no worker is connected to the scheduler; waiting up to %g s for one",
+                        self.no_worker_s)
+            return now
         if now - idle_since >= self.no_worker_s:
-            for fut, i in list(pending.items()):
+            for fut in list(pending):
                 fut.cancel()
-                results[i] = self._failed(configs[i], f"no Dask worker connected for {self.no_worker_s:g}s")
             pending.clear()
+            raise ClusterError(f"every Dask worker was lost: none connected for {self.no_worker_s:g} s. The finished "
+                               "trials are in the database; run the same command again once workers are back (the "
+                               "unfinished candidates are measured then)")
         return idle_since
 
-    def _failed(self, config, message: str) -> MeasureResult:
+    def _failed(self, config, message: str, infra: bool = False) -> MeasureResult:
+        """A failed candidate (``infra``: the cluster's fault; the run does not record it, so a
+        later run measures it again)."""
         t = time.time()
-        return MeasureResult(config or {}, [], [], "runtime_error", message, t, t)
+        return MeasureResult(config or {}, [], [], "runtime_error", message, t, t, infra=infra)
 
     def _expected_steps(self, config) -> list | None:
         k = config_key(config or {})

@@ -47,6 +47,7 @@ class MeasureResult:
     started: float = 0.0
     finished: float = 0.0
     build_s: float = 0.0        # scheduling, lowering, rendering and compiling (in parallel with others)
+    infra: bool = False         # failed for the infrastructure (a lost worker), not the candidate: not recorded
 
     @property
     def median(self) -> float | None:

@@ -155,6 +155,9 @@ class _Run:
         self.plans: list = []       # PlanTasks of the graph's segments (measured fusion plans)
 
     def record(self, task: Task, r: MeasureResult) -> None:
+        if r.infra:      # the cluster failed, not the candidate: left for a later run to measure
+            log.warning("%s: not recorded (%s)", task.key[:12], r.message)
+            return
         sec = self.results[task.key].seconds
         sec["build"] += r.build_s
         sec["measure"] += max(r.finished - r.started, 0.0)
@@ -183,7 +186,10 @@ class _Run:
         try:
             used = self._defaults()
             want = sum(len(p.choices) + 1 for p in self.plans)
-            plan_budget = min(want, int(o.plan_share * self.trials)) if self.plans else 0
+            plan_done = sum(1 for p in self.plans for x in db.history(p.key, target.key)
+                            if x.run == self.rid and x.failure != "invalid")   # an earlier run of this one
+            plan_budget = max(min(want, int(o.plan_share * self.trials)) - plan_done, 0) if self.plans else 0
+            plan_budget = min(plan_budget, max(self.trials - used, 0))
             self._search(max(self.trials - used - plan_budget, 0))
             # 3. fusion plans, measured end to end with the kernels' best configs
             for k, p in enumerate(self.plans):
@@ -215,7 +221,8 @@ class _Run:
         """1. every task's default schedule (unless the database has it); returns the budget used
         by this run so far."""
         db, target = self.db, self.target
-        done = [x for t in self.tasks for x in db.history(t.key, target.key) if x.run == self.rid]
+        keys = [t.key for t in self.tasks] + [p.key for p in self.plans]   # plans share the budget
+        done = [x for k in keys for x in db.history(k, target.key) if x.run == self.rid]
         used = sum(1 for x in done if x.failure != "invalid")
         self.bar.update(min(used, self.trials))
         for task in self.tasks:

@@ -60,7 +60,7 @@ def main() -> None:
         counts[out.kind] += 1
         if out.kind == "refused":
             refused[f"{out.error} ({out.stage})"] += 1
-        if out.failed or out.kind == "timeout":
+        if out.failed or out.kind in ("timeout", "hang_unjudged"):
             args.out.mkdir(exist_ok=True)
             f = args.out / f"{sum(counts[k] for k in FAILURES):04d}_{path.name}"
             f.write_text(text)
@@ -75,11 +75,11 @@ def main() -> None:
         fuzzer.close()
     n = sum(counts.values())
     wall = time.monotonic() - t0
-    kinds = ("matched", "refused", "xla_refused", "impl_defined", "both_hang", "timeout", *FAILURES)
+    kinds = ("matched", "refused", "xla_refused", "impl_defined", "both_hang", "hang_unjudged", "timeout", *FAILURES)
     table = md_table(["outcome", "cases", "failure?"], [[k, counts[k], "yes" if k in FAILURES else
                                                          ("a hang" if k == "timeout" else "")] for k in kinds])
     slow = sorted(rows, key=lambda r: -r["seconds"])[:10]
-    fails = [r for r in rows if r["kind"] in (*FAILURES, "timeout", "impl_defined")]
+    fails = [r for r in rows if r["kind"] in (*FAILURES, "timeout", "hang_unjudged", "impl_defined")]
     notes = (f"{n} cases in {wall:.0f} s over {len(files)} module texts (seed {args.seed}, "
              f"{args.timeout:g} s per case), XLA:CPU as the oracle. **Failures: "
              f"{sum(counts[k] for k in FAILURES)}, hangs (timeouts): {counts['timeout']}.**\n\n"

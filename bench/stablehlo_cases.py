@@ -47,9 +47,12 @@ class Case:
 
     @property
     def kind(self) -> str:
-        """'single' (a check case on one device), 'multi-device', 'probe' or 'no-check'."""
+        """'single' (a check case on one device), 'multi-device' (``run_parallel`` over several
+        programs), 'single-run-parallel' (``run_parallel`` over one program: one device, fed by
+        the interpreter's infeed/outfeed queues), 'probe' or 'no-check'."""
         if "interpreter.run_parallel" in self.text:
-            return "multi-device"
+            m = re.search(r"programs\s*=\s*(\[\[.*?\]\])", self.text, re.S)
+            return "multi-device" if m is None or m[1].count("@") > 1 else "single-run-parallel"
         if "expect_serialized_eq" in self.text or "interpreter.probe" in self.text:
             return "probe"
         return "single" if _CHECK_RE.search(self.text) else "no-check"

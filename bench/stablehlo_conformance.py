@@ -181,8 +181,11 @@ def collect(suite: Path, only: list[str] | None) -> list[Case]:
     return cases
 
 
+SINGLE = ("single", "single-run-parallel")
+
+
 def report(rows: list[dict], target: str, suite: Path) -> tuple[str, str]:
-    single = [r for r in rows if r["kind"] == "single"]
+    single = [r for r in rows if r["kind"] in SINGLE]
     by_status = collections.Counter(r["status"] for r in single)
     lines = [f"{len(single)} single-device cases on `{target}`: " +
              ", ".join(f"{by_status.get(s, 0)} {s}" for s in ("pass", "fail", "refused", "error")) + ".",
@@ -204,7 +207,7 @@ def report(rows: list[dict], target: str, suite: Path) -> tuple[str, str]:
     lines += ["", "## Per file", "",
               md_table(["file", "pass", "fail", "refused", "error"],
                        [[f, c["pass"], c["fail"], c["refused"], c["error"]] for f, c in sorted(per_file.items())])]
-    other = collections.Counter(r["kind"] for r in rows if r["kind"] != "single")
+    other = collections.Counter(r["kind"] for r in rows if r["kind"] not in SINGLE)
     notes = ("Cases counted apart (not single-device check cases): " +
              ", ".join(f"{n} {k}" for k, n in sorted(other.items())) +
              f". Suite: `{suite}` (files of openxla/stablehlo's `stablehlo/tests/interpret`).")
@@ -236,7 +239,10 @@ def main(argv=None):
 
     runnable = [c for c in cases if c.kind == "single"]
     for c in cases:
-        if c.kind != "single":
+        if c.kind == "single-run-parallel":    # one device, but fed through the interpreter's queues
+            record(c, "refused", "infeed/outfeed through the interpreter's queues (run_parallel over one "
+                   "program): hlotune refuses infeed and outfeed", "", 0.0)
+        elif c.kind != "single":
             record(c, "excluded", c.kind, "", 0.0)
     pool = _Pool(max(1, args.jobs), args.target, args.timeout)
     try:

@@ -18,7 +18,8 @@ own reference. When the worker dies, the signal is the outcome. Outcomes:
   whose init value is not its reducer's identity; see ``implementation_defined``);
 * ``timeout``: still running after the time limit while XLA ends (a hang of hlotune's);
 * ``both_hang``: hlotune and XLA both still running after the limit (the mutation made a loop
-  endless: not a failure);
+  endless: not a failure); ``hang_unjudged``: over the limit where XLA cannot run the text
+  (XLA's optimized HLO) to say whether the program ends;
 * failures: ``crash`` (a signal or exit), ``untyped`` (any other exception), ``internal``
   (hlotune's InternalError: a bug it caught), ``verified_error`` (a module the verifier accepted
   ending in a compile, lowering, schedule or DSL error), ``wrong`` (an answer differing from
@@ -353,6 +354,9 @@ class Fuzzer:
                 if xla.kind == "timeout":
                     return Outcome("both_hang", stage="run", detail=f"hlotune and XLA both ran over {self.timeout:g} s "
                                                                     "(a loop the mutation made endless)")
+                if xla.kind != "xla_done":    # XLA cannot run this text (XLA's optimized HLO): no judge
+                    return Outcome("hang_unjudged", stage="run", detail=f"over {self.timeout:g} s; XLA cannot run "
+                                                                        f"the module ({xla.kind} {xla.error})")
                 return Outcome("timeout", stage="run", detail=f"over {self.timeout:g} s; XLA: {xla.kind} "
                                                               f"{xla.detail or f'in {xla.seconds:.2f} s'}")
             if line is None:

@@ -50,6 +50,13 @@ module @cross_replica {
 """
 
 
+def test_one_program_run_in_parallel_is_a_single_device_case():
+    """infeed/outfeed cases run one program through run_parallel (for its queues): one device,
+    counted with the single-device cases (hlotune refuses them), not with the multi-device ones."""
+    text = FILE.replace("programs=[[@f], [@f]]", "infeed=[@q], programs=[[@f]]")
+    assert split_cases("y.mlir", text)[-1].kind == "single-run-parallel"
+
+
 def test_sections_and_test_functions_become_cases():
     cases = split_cases("x.mlir", FILE)
     assert [(c.index, c.func, c.kind) for c in cases] == [

@@ -102,6 +102,28 @@ def test_a_candidate_lost_too_often_is_a_runtime_error(client):
     (r,) = m.measure([None])
     assert r.failure == "runtime_error" and "lost its Dask worker 3 times" in r.message
     assert r.times == [] and m.sent == {"None": 3}
+    assert r.infra        # the cluster's fault: a tuning run does not record it, a later one measures it
+
+
+def test_an_infrastructure_failure_is_not_recorded_and_a_rerun_measures_it(client, tmp_path, monkeypatch):
+    outs, ins = matmul_tanh()
+    path = tmp_path / "i.db"
+    monkeypatch.setattr("hlotune.autotune.cluster.DaskMeasurer", lambda task, c, **kw: _Losing(task, c, lose=10, **kw))
+    tune_graph(outs, ins, CPU, 3, Database(path), "random", seed=1, dask=client, **FAST)
+    assert Database(path).history() == []          # nothing lost its worker for a reason of its own
+    monkeypatch.undo()
+    tune_graph(outs, ins, CPU, 3, Database(path), "random", seed=1, dask=client, **FAST)
+    assert len([t for t in Database(path).history() if t.ok]) == 3
+
+
+def test_losing_every_worker_stops_the_run_after_a_stated_wait(tmp_path):
+    with distributed.LocalCluster(n_workers=0, processes=False, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as c:
+        m = DaskMeasurer(_task(), c, no_worker_s=2.0, **OPTS)
+        t0 = time.monotonic()
+        with pytest.raises(ClusterError, match="every Dask worker was lost.*2 s.*run the same command again"):
+            m.measure([None])
+        assert time.monotonic() - t0 < 30
 
 
 def _good(task, config=None):

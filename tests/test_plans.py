@@ -150,3 +150,16 @@ def test_plan_answers_are_held_to_the_default_plans_accuracy():
         off[0].flat[3] += delta          # as if the default plan were this far off the reference
         (_, at), = task.tolerances(arrays, off, policy)
         assert (at >= 2 * delta * 0.99) if widened else at == policy[0][1]
+
+
+def test_a_rerun_keeps_the_budget_with_plans(tmp_path):
+    """The same tune run again (or resumed after a kill) measures nothing beyond its budget: the
+    plans' trials of the earlier run count against it (they were granted again on every run)."""
+    m = hlotune.load_hlo(DATA / "mlp_block.hlo")
+    db_path = tmp_path / "b.db"
+    kw = dict(target="cpu", trials=16, db=str(db_path), tuner="random", progress=False, repeat=2, min_repeat_ms=1.0)
+    hlotune.tune(m, **kw)
+    first = [t for t in Database(db_path).history() if t.failure != "invalid" and t.run]
+    hlotune.tune(m, **kw)
+    second = [t for t in Database(db_path).history() if t.failure != "invalid" and t.run]
+    assert len(first) <= 16 and len(second) == len(first), (len(first), len(second))
