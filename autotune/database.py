@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import math
 import sqlite3
 import time
@@ -126,6 +127,23 @@ class Trial:
         return self.failure is None
 
 
+def _explain(e: Exception, path: str) -> DataFileError | None:
+    """A DataFileError naming the real cause of SQLite error ``e`` on ``path`` (a read-only file
+    or folder, a full disk), or None when it is none of those."""
+    msg = str(e).lower()
+    where = Path(path).resolve().parent
+    if "readonly" in msg or "read-only" in msg:
+        return DataFileError(f"tuning database {path} is read-only (the file, or its folder {where}, which must hold "
+                             "its -wal and -shm files, cannot be written): fix the permissions or give another --db")
+    if "disk is full" in msg or "disk i/o error" in msg and not os.access(where, os.W_OK):
+        return DataFileError(f"the disk holding tuning database {path} is full (or fails to write): free space on "
+                             f"{where} or give another --db; the trials recorded so far are kept")
+    if "unable to open database file" in msg:
+        return DataFileError(f"cannot open tuning database {path}: its folder {where} must be writable (SQLite "
+                             "keeps -wal and -shm files beside it)")
+    return None
+
+
 def config_key(config: dict) -> str:
     return json.dumps(config, sort_keys=True, separators=(",", ":"))
 
@@ -156,8 +174,9 @@ class Database:
             raise
         except (sqlite3.DatabaseError, ValueError, TypeError) as e:
             self.conn.close()
-            raise DataFileError(f"{self.path} is not a usable tuning database ({e}); give another --db, or move "
-                                "it away to start a new one") from None
+            raise _explain(e, self.path) or DataFileError(
+                f"{self.path} is not a usable tuning database ({e}); give another --db, or move it away to start "
+                "a new one") from None
 
     # ------------------------------------------------------------------ schema
     def _write(self, sql: str, params=()):
@@ -166,7 +185,7 @@ class Database:
                 return self.conn.execute(sql, params)
             except sqlite3.OperationalError as e:
                 if "locked" not in str(e) and "busy" not in str(e):
-                    raise
+                    raise _explain(e, self.path) or e
                 time.sleep(0.05 * (attempt + 1))
         raise HlotuneError(f"tuning database {self.path} stayed locked")
 
@@ -187,7 +206,10 @@ class Database:
                 self.conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(version),))
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:    # the transaction never began (a read-only file, a full disk)
+                pass
             raise
 
     def _stored_version(self) -> int | None:
@@ -217,10 +239,20 @@ class Database:
 
     # ------------------------------------------------------------------ registration
     def add_workload(self, key: str, family: str, shapes, dtypes, description: str,
-                     flops: float | None = None, nbytes: float | None = None) -> int:
+                     flops: float | None = None, nbytes: float | None = None, authoritative: bool = False) -> int:
+        """Record a workload. ``authoritative``: the fields come from the workload itself (a task
+        made from its graph), so they replace what an imported log may have said under this key."""
+        row = (family, json.dumps(shapes), json.dumps(dtypes), description, flops, nbytes)
         self._write("INSERT OR IGNORE INTO workloads (key, family, shapes, dtypes, description, flops, bytes) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (key, family, json.dumps(shapes), json.dumps(dtypes), description, flops, nbytes))
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)", (key, *row))
+        if authoritative:
+            old = self.conn.execute("SELECT family, shapes, dtypes, description, flops, bytes FROM workloads "
+                                    "WHERE key=?", (key,)).fetchone()
+            if old is not None and tuple(old) != row:
+                log.warning("workload %s: the database described it as %s %s; it is %s %s (corrected)", key,
+                            old["family"], old["description"][:80], family, description[:80])
+                self._write("UPDATE workloads SET family=?, shapes=?, dtypes=?, description=?, flops=?, bytes=? "
+                            "WHERE key=?", (*row, key))
         return self._id("workloads", key)
 
     def add_target(self, key: str, kind: str, provenance: dict) -> int:
@@ -301,7 +333,10 @@ class Database:
                 self.conn.execute("DELETE FROM workloads WHERE id=?", (wid,))
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            try:
+                self.conn.execute("ROLLBACK")
+            except sqlite3.Error:    # the transaction never began (a read-only file, a full disk)
+                pass
             raise
         log.info("re-keyed workload %s%s (%d trials) as %s", LEGACY_PREFIX, old, n, new)
         return n

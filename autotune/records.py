@@ -42,6 +42,10 @@ MAX_LANES = 64
 
 _KEY = re.compile(r"[0-9a-f]{20}")
 _TEXT_MAX = 100_000
+#: a log line, and the schedule steps of one record, as JSON: far beyond any real schedule's
+LINE_MAX = 4_000_000
+STEPS_MAX = 1_000_000
+CONFIG_KNOBS_MAX = 256
 
 
 def plausible_times(times) -> bool:
@@ -59,6 +63,7 @@ def fingerprint(config: dict, times, failure, tuner: str, seed, run: str, starte
 
 def parse_record(text: str) -> dict:
     """One log line as a checked record (workload key re-prefixed for format-1 logs)."""
+    _need(len(text) <= LINE_MAX, f"a log line of {len(text)} characters (at most {LINE_MAX})")
     try:
         rec = json.loads(text)
     except RecursionError:
@@ -79,11 +84,15 @@ def parse_record(text: str) -> dict:
 def _trial(rec: dict) -> dict:
     """The trial fields of a record, checked."""
     cfg = rec["config"]
-    _need(isinstance(cfg, dict), "config must be an object of knob names to values")
+    _need(isinstance(cfg, dict) and len(cfg) <= CONFIG_KNOBS_MAX,
+          f"config must be an object of at most {CONFIG_KNOBS_MAX} knob names to values")
     for k, v in cfg.items():
-        _need(_is_knob_value(v), f"knob '{k}' = {_short(v)}: knob values are integers or strings")
+        _need(len(k) <= 100 and _is_knob_value(v), f"knob '{_short(k)}' = {_short(v)}: knob values are integers or "
+                                                   "strings")
     _need(isinstance(rec["steps"], list) and all(isinstance(s, dict) for s in rec["steps"]),
           "steps must be a list of objects")
+    size = len(json.dumps(rec["steps"]))
+    _need(size <= STEPS_MAX, f"steps of {size} characters as JSON (at most {STEPS_MAX})")
     failure, times, seed = rec["failure"], rec["times"], rec.get("seed")
     _need(failure is None or failure in FAILURES, f"unknown failure {_short(failure)}; expected one of {FAILURES}")
     _need(plausible_times(times), f"times must be seconds in [{MIN_TIME:g}, {MAX_TIME:g}], got {_short(times)}")
@@ -255,10 +264,11 @@ def _import_one(db, rec: dict, validate) -> bool:
     from .database import Trial
     w, g = rec["workload"], rec["target"]
     have = db.workload(w["key"])
-    if have is not None and [have[k] for k in ("family", "shapes", "dtypes")] != [w[k] for k in
-                                                                                   ("family", "shapes", "dtypes")]:
-        raise DataFileError(f"workload {w['key']} is a {have['family']} {have['shapes']} {have['dtypes']} in the "
-                            f"database; the record says {w['family']} {w['shapes']} {w['dtypes']}")
+    fields = ("family", "shapes", "dtypes", "description")
+    if have is not None and [have[k] for k in fields] != [w[k] for k in fields]:
+        raise DataFileError(f"workload {w['key']} is a {have['family']} {have['shapes']} {have['dtypes']} "
+                            f"({_short(have['description'])}) in the database; the record says {w['family']} "
+                            f"{w['shapes']} {w['dtypes']} ({_short(w['description'])}): another kernel's key")
     tgt = db.target(g["key"])
     if tgt is not None and tgt["kind"] != g["kind"]:
         raise DataFileError(f"target {g['key']} is of kind {tgt['kind']} in the database; the record says {g['kind']}")

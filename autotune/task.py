@@ -77,7 +77,8 @@ class Task:
             old = legacy_workload_key(self.graph)
             if old is not None:
                 db.adopt_legacy(old, self.key)
-        db.add_workload(self.key, self.family, self.shapes, self.dtypes, self.description, self.flops, self.bytes)
+        db.add_workload(self.key, self.family, self.shapes, self.dtypes, self.description, self.flops, self.bytes,
+                        authoritative=True)
         db.add_target(self.target.key, self.target.kind, self.target.provenance)
         db.add_space(self.key, self.target.key, self.space)
 

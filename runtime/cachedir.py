@@ -87,6 +87,8 @@ def cache_dir(kind: str) -> Path:
         why = unsafe_dir(d)
     else:
         d = root
+    if why is None and not os.access(d, os.W_OK | os.X_OK):
+        why = "is not writable by you"
     return d if why is None else _private(kind, str(d), why)
 
 

@@ -598,3 +598,19 @@ def test_builds_work_when_the_scratch_folder_is_on_another_filesystem(monkeypatc
     x = np.arange(7, dtype=np.float32)
     np.testing.assert_array_equal(f(x), x * 3 + 0.25)
     assert not list((tmp_path / "cache").rglob("*.tmp"))
+
+
+def test_a_cache_folder_you_cannot_write_falls_back_to_a_private_one(tmp_path, monkeypatch, caplog):
+    """A read-only cache folder (another user's, a read-only mount) gives a private folder and a
+    warning, not [Errno 13] at the first compile."""
+    import os as _os
+
+    from hlotune.runtime import cachedir
+    root = tmp_path / "ro"
+    (root / "ro_kind").mkdir(parents=True)
+    monkeypatch.setenv("HLOTUNE_CACHE", str(root))
+    real = _os.access
+    monkeypatch.setattr(cachedir.os, "access", lambda p, mode: False if str(p).startswith(str(root)) else real(p, mode))
+    d = cachedir.cache_dir("ro_kind")
+    assert not str(d).startswith(str(root)) and d.is_dir()
+    assert "not writable" in caplog.text

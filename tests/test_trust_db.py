@@ -356,3 +356,65 @@ def test_hlotune_run_with_an_imported_config_that_does_not_apply(tmp_path, capsy
     capsys.readouterr()
     assert main(["run", str(module), "--db", str(db), "--inputs", str(npz), "--check", str(npz)]) == 0
     assert "check passed" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- sizes, keys, causes
+
+def test_oversized_fields_are_refused_without_touching_the_database(tmp_path, monkeypatch):
+    """A record whose steps run to megabytes (a 50 MB field was once stored) is refused."""
+    from hlotune.autotune import records
+    rec = _good_record(tmp_path)
+    db = Database(tmp_path / "d.db")
+    before = _rows(db)
+    monkeypatch.setattr(records, "STEPS_MAX", 2000)
+    big = {**rec, "steps": [{"step": "Split", "stage": "x" * 3000, "axis": "i", "factor": 2}]}
+    f = _write(tmp_path / "big.jsonl", [big])
+    assert main(["import", str(f), "--db", str(tmp_path / "d.db")]) != 0
+    assert _rows(Database(tmp_path / "d.db")) == before
+    with pytest.raises(Exception, match="at most"):
+        parse_record("x" * (records.LINE_MAX + 1))
+
+
+def test_a_record_reusing_another_kernels_key_is_refused(tmp_path):
+    rec = _good_record(tmp_path)
+    db = _tuned_db(tmp_path / "mine.db")
+    liar = {**rec, "workload": {**rec["workload"], "description": "dot of someone else's kernel"}}
+    f = _write(tmp_path / "liar.jsonl", [liar])
+    before = _rows(db)
+    assert main(["import", str(f), "--db", str(tmp_path / "mine.db")]) != 0
+    assert _rows(Database(tmp_path / "mine.db")) == before
+
+
+def test_a_mislabelled_workload_is_corrected_when_its_task_registers(tmp_path):
+    """A log may name a key this database has not seen with a wrong description; the task made
+    from the real graph registers the key's true description over it (reports stay right)."""
+    rec = _good_record(tmp_path)
+    liar = {**rec, "workload": {**rec["workload"], "description": "dot of someone else's kernel"}}
+    path = tmp_path / "fresh.db"
+    Database(path)
+    assert main(["import", str(_write(tmp_path / "l.jsonl", [liar])), "--db", str(path)]) == 0
+    db = Database(path)
+    assert db.workload(rec["workload"]["key"])["description"] == "dot of someone else's kernel"
+    red, _ = _tasks()
+    red.register(db)
+    assert db.workload(red.key)["description"] == red.description != "dot of someone else's kernel"
+
+
+@pytest.mark.parametrize("error,words", [("attempt to write a readonly database", "is read-only"),
+                                         ("database or disk is full", "is full")])
+def test_the_real_cause_is_named(tmp_path, monkeypatch, error, words):
+    """A read-only database or a full disk is said as such, with the path (not 'not a usable
+    tuning database', nor 'cannot rollback - no transaction is active')."""
+    from hlotune.dsl.errors import DataFileError
+    path = tmp_path / "c.db"
+    Database(path).close()
+    real = Database._write
+
+    def failing(self, sql, params=()):
+        if sql.startswith("BEGIN") or sql.startswith("INSERT"):
+            raise sqlite3.OperationalError(error)
+        return real(self, sql, params)
+    monkeypatch.setattr(Database, "_write", failing)
+    with pytest.raises(DataFileError, match=words) as e:
+        Database(path)
+    assert str(path) in str(e.value) and "rollback" not in str(e.value)

@@ -7,7 +7,6 @@ fresh placeholders) through ``run``, or numpy.
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Iterator
 
@@ -162,18 +161,50 @@ def lower_sort(ctx, instr, operands):
 
 
 def _pairwise_perm(less, pv, arrays, dim) -> np.ndarray:
-    """The stable sorting permutation along ``dim`` calling comparator ``less`` per pair."""
+    """The stable sorting permutation along ``dim`` by comparator ``less``: a bottom-up merge sort
+    whose merges advance in lockstep over every row and run pair, so each step evaluates the
+    comparator once, vectorized, on all their current heads. O(n log n) comparisons and
+    termination whatever the comparator (an inconsistent one gives some order, never a hang);
+    ties keep the earlier element (``less(right, left)`` alone moves the right one first)."""
     n = len(arrays)
     moved = [np.moveaxis(a, dim, -1) for a in arrays]
     flat = [m.reshape(-1, m.shape[-1]) for m in moved]
-    perm = np.zeros(flat[0].shape, np.int64)
-    for r in range(perm.shape[0]):
-        def lt(x, y, r=r):
+    rows, length = flat[0].shape
+    perm = np.tile(np.arange(length, dtype=np.int64), (rows, 1))
+    row = np.arange(rows)[:, None]
+    width = 1
+    while width < length:
+        starts = np.arange(0, length, 2 * width)
+        lo = starts
+        mid = np.minimum(starts + width, length)
+        hi = np.minimum(starts + 2 * width, length)
+        i = np.broadcast_to(lo, (rows, len(starts))).copy()
+        j = np.broadcast_to(mid, (rows, len(starts))).copy()
+        out = perm.copy()
+        for o in range(2 * width):
+            pos = lo + o
+            live = pos < hi
+            if not live.any():
+                break
+            left_ok = i < mid
+            right_ok = j < hi
+            li = perm[row, np.minimum(i, length - 1)]
+            ri = perm[row, np.minimum(j, length - 1)]
             env = {}
             for k in range(n):
-                env[pv[2 * k]], env[pv[2 * k + 1]] = flat[k][r, x], flat[k][r, y]
-            return bool(eval_scalar(less, env))
-        perm[r] = sorted(range(perm.shape[1]), key=functools.cmp_to_key(lambda x, y: -1 if lt(x, y) else int(lt(y, x))))
+                env[pv[2 * k]] = flat[k][row, ri]
+                env[pv[2 * k + 1]] = flat[k][row, li]
+            take_right = right_ok & (~left_ok | np.asarray(eval_scalar(less, env), bool))
+            take_right &= live
+            take_left = live & ~take_right
+            src = np.where(take_right, ri, li)
+            sel = np.broadcast_to(live, src.shape)
+            cols = np.broadcast_to(np.minimum(pos, length - 1), src.shape)
+            out[np.broadcast_to(row, src.shape)[sel], cols[sel]] = src[sel]
+            i = i + take_left
+            j = j + take_right
+        perm = out
+        width *= 2
     return np.moveaxis(perm.reshape(moved[0].shape), -1, dim)
 
 
