@@ -17,16 +17,15 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import math
+import os
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..dsl.errors import ConfigError, DataFileError, HlotuneError
-from .records import FAILURES, LEGACY_PREFIX, SCHEMA_VERSION, fingerprint, plausible_times
+from .records import FAILURES, LEGACY_PREFIX, SCHEMA_VERSION, Trial, fingerprint, plausible_times
 
 log = logging.getLogger(__name__)
 
@@ -94,37 +93,6 @@ _MIGRATIONS = {1: _migrate_1, 2: _migrate_2}
 
 def _has_table(conn, name: str) -> bool:
     return conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone() is not None
-
-
-@dataclass(frozen=True)
-class Trial:
-    """One measured or failed configuration of a task."""
-
-    workload: str
-    target: str
-    config: dict
-    steps: list
-    times: list[float]
-    failure: str | None = None
-    message: str = ""
-    tuner: str = ""
-    seed: int | None = None
-    run: str = ""
-    started: float = 0.0
-    finished: float = 0.0
-    id: int | None = None
-
-    @property
-    def median(self) -> float | None:
-        if self.failure or not self.times:
-            return None
-        s = sorted(self.times)
-        n = len(s)
-        return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
-
-    @property
-    def ok(self) -> bool:
-        return self.failure is None
 
 
 def _explain(e: Exception, path: str) -> DataFileError | None:

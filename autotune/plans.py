@@ -17,7 +17,6 @@ exported and reported like kernels' configs.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 
 from ..dsl.tensor import Graph
@@ -27,7 +26,7 @@ from ..schedules.schedule import Schedule
 from ..schedules.templates.base import Knob, Space
 from ..schedules.templates.families import TEMPLATES, classify
 from .database import config_key
-from .task import Task, workload_key
+from .task import Task, plan_key, stored_plan
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +36,6 @@ GAIN = 0.03
 ORDER = {"online": 0, "slice": 1, "epilogue": 2, "inline": 3, "onepass": 4}    # every fusion.CHOICE_KINDS
 #: a plan's answer tolerance never passes this share of the output's magnitude (see tolerances)
 PLAN_TOL_MAX = 1e-3
-
-
-def plan_key(g: Graph) -> str:
-    """The workload key of ``g``'s fusion plans (never a kernel's key, even when the segment is
-    one kernel)."""
-    return hashlib.sha256(("fusion:" + workload_key(g)).encode()).hexdigest()[:20]
 
 
 class PlanTask(Task):
@@ -118,19 +111,6 @@ def plan_schedule(g: Graph, target, plan: dict, kernel_config) -> Schedule:
                 pass
         stage_default(s, st, hw)
     return s
-
-
-def stored_plan(db, g: Graph, target) -> dict:
-    """The plan to compile segment ``g`` with: its confirmed winner, else its fastest measured
-    plan, else the default plan ({})."""
-    if db is None:
-        return {}
-    key = plan_key(g)
-    win = db.winner(key, target.key)
-    if win is not None:
-        return win["config"]
-    best = db.best(key, target.key)
-    return best.config if best is not None else {}
 
 
 def segment_plans(outputs, inputs, target) -> list[PlanTask]:

@@ -48,6 +48,37 @@ STEPS_MAX = 1_000_000
 CONFIG_KNOBS_MAX = 256
 
 
+@dataclass(frozen=True)
+class Trial:
+    """One measured or failed configuration of a task."""
+
+    workload: str
+    target: str
+    config: dict
+    steps: list
+    times: list[float]
+    failure: str | None = None
+    message: str = ""
+    tuner: str = ""
+    seed: int | None = None
+    run: str = ""
+    started: float = 0.0
+    finished: float = 0.0
+    id: int | None = None
+
+    @property
+    def median(self) -> float | None:
+        if self.failure or not self.times:
+            return None
+        s = sorted(self.times)
+        n = len(s)
+        return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+
 def plausible_times(times) -> bool:
     """Whether ``times`` is a list of plausible seconds (finite, in [MIN_TIME, MAX_TIME])."""
     return isinstance(times, list) and all(
@@ -261,7 +292,6 @@ def import_log(db, path, validate=None, skip_bad: bool = True) -> ImportResult:
 def _import_one(db, rec: dict, validate) -> bool:
     """Check one parsed record against ``db`` and store it (inside a savepoint, so a failure
     leaves no workload or target row behind); True if its trial was new."""
-    from .database import Trial
     w, g = rec["workload"], rec["target"]
     have = db.workload(w["key"])
     fields = ("family", "shapes", "dtypes", "description")
@@ -339,6 +369,7 @@ def validate_record(rec: dict) -> None:
 
 __all__ = [
     "FAILURES",
+    "Trial",
     "LEGACY_PREFIX",
     "LOG_SCHEMAS",
     "MAX_TIME",

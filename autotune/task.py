@@ -286,6 +286,25 @@ def fused_schedule(g: Graph, target: Target, plan: dict):
     return s, workload
 
 
+def plan_key(g: Graph) -> str:
+    """The workload key of ``g``'s fusion plans (never a kernel's key, even when the segment is
+    one kernel)."""
+    return hashlib.sha256(("fusion:" + workload_key(g)).encode()).hexdigest()[:20]
+
+
+def stored_plan(db, g: Graph, target) -> dict:
+    """The plan to compile segment ``g`` with: its confirmed winner, else its fastest measured
+    plan, else the default plan ({})."""
+    if db is None:
+        return {}
+    key = plan_key(g)
+    win = db.winner(key, target.key)
+    if win is not None:
+        return win["config"]
+    best = db.best(key, target.key)
+    return best.config if best is not None else {}
+
+
 def tuned_schedule_fn(db, target: Target, k: int = 8, plans: bool = True):
     """A ``schedule_fn`` for CompiledGraph: the segment is fused by the fusion plan the database
     holds for it (autotune/plans.py; none, or ``plans=False``: default fusion), then each root stage takes the
@@ -297,7 +316,6 @@ def tuned_schedule_fn(db, target: Target, k: int = 8, plans: bool = True):
     hw = target.hardware
 
     def fn(g: Graph) -> Schedule:
-        from .plans import stored_plan
         plan = stored_plan(db, g, target) if plans else {}      # the segment's measured fusion plan
         s, workload = fused_schedule(g, target, plan)
         for name in [n for n, st in s.stages.items() if st.attach == ("root",)]:

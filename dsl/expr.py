@@ -23,6 +23,7 @@ from . import dtypes as dt
 from .dtypes import DType
 from .errors import DSLError
 from .ops import GroupOp, Op
+from .semantics import eval_op
 
 _ids = itertools.count()
 
@@ -214,8 +215,10 @@ def as_expr(x, like: DType | None = None) -> Expr:
 
 
 def _fold(op: Op, dtype: DType, vals: list):
-    """Evaluate an op on constants with the reference semantics (lazy import avoids a cycle)."""
-    from .reference import eval_op
+    """Evaluate an op on constants with the reference semantics (dsl/semantics.py); None for
+    ops on complex operands, which stay expressions (their formulas live above this module)."""
+    if dtype.is_complex or any(v[1].is_complex for v in vals):
+        return None
     out = eval_op(op, dtype, [np.asarray(v[0], dtype=v[1].np) for v in vals])
     return np.asarray(out).reshape(()).item()
 
@@ -237,7 +240,9 @@ def unary(op: Op, x) -> Expr:
     if op is Op.NEG and x.op is Op.NEG:
         return x.src[0]
     if x.op is Op.CONST and op not in (Op.POPCNT, Op.CLZ):
-        return const(_fold(op, out_dt, [(x.arg, x.dtype)]), out_dt)
+        v = _fold(op, out_dt, [(x.arg, x.dtype)])
+        if v is not None:
+            return const(v, out_dt)
     return Expr(op, out_dt, (x,))
 
 
@@ -291,7 +296,9 @@ def binary(op: Op, a, b) -> Expr:
         raise DSLError(f"{op.name.lower()} is not defined on bool (numpy rejects it too); cast first")
     out_dt = dt.bool_ if op in GroupOp.Compare else t
     if a.op is Op.CONST and b.op is Op.CONST:
-        return const(_fold(op, out_dt, [(a.arg, t), (b.arg, t)]), out_dt)
+        v = _fold(op, out_dt, [(a.arg, t), (b.arg, t)])
+        if v is not None:
+            return const(v, out_dt)
     s = _simplify(op, a, b)
     if s is not None:
         return s
@@ -305,7 +312,9 @@ def cast(x, dtype) -> Expr:
     if x.dtype is dtype:
         return x
     if x.op is Op.CONST:
-        return const(_fold(Op.CAST, dtype, [(x.arg, x.dtype)]), dtype)
+        v = _fold(Op.CAST, dtype, [(x.arg, x.dtype)])
+        if v is not None:
+            return const(v, dtype)
     return Expr(Op.CAST, dtype, (x,))
 
 

@@ -1,5 +1,5 @@
-"""Every XLA HloOpcode and every CHLO op, with what hlotune does with it: the tables behind the
-status sections of docs/hlo_ops.md.
+"""Every XLA HloOpcode and every CHLO op, with what hlotune does with it, and the page
+docs/hlo_ops.md made of them (``python -m hlotune.frontend.opcodes > docs/hlo_ops.md``).
 
 ``HLO_OPCODES`` is XLA's ``HLO_OPCODE_LIST`` (xla/hlo/ir/hlo_opcode.h); ``CHLO_OPS`` the ops of
 StableHLO's CHLO dialect (stablehlo/dialect/ChloOps.td). An opcode is *lowered* when the lowering
@@ -8,6 +8,11 @@ table has a handler for it, *refused* when its handler raises UnsupportedOpError
 """
 
 from __future__ import annotations
+
+from .handlers.collective import REFUSED
+from .lower import EXTERN_OPS, HANDLERS
+from .stablehlo import SUPPORTED
+from .stablehlo_convert import hlo_opcode_table
 
 HLO_OPCODES = (
     "abs", "acos", "acosh", "add", "add-dependency", "after-all", "all-gather", "all-gather-done",
@@ -67,8 +72,6 @@ CHLO_NOT_LOWERED = {
 
 def hlo_status(op: str) -> str:
     """'lowered', 'refused: why' or 'not lowered: why' for an HloOpcode."""
-    from .handlers.collective import REFUSED
-    from .lower import HANDLERS
     if op in REFUSED:
         return f"refused: {REFUSED[op]}"
     if op in HANDLERS:
@@ -77,7 +80,6 @@ def hlo_status(op: str) -> str:
 
 
 def chlo_status(op: str) -> str:
-    from .stablehlo_convert import SUPPORTED
     if f"chlo.{op}" in SUPPORTED:
         return "lowered"
     return f"not lowered: {CHLO_NOT_LOWERED.get(op, 'no decomposition yet')}"
@@ -97,4 +99,41 @@ def status_markdown() -> list[str]:
     return lines
 
 
-__all__ = ["CHLO_OPS", "HLO_OPCODES", "chlo_status", "hlo_status", "status_markdown"]
+def supported_ops_markdown() -> str:
+    """The page docs/hlo_ops.md: every supported opcode with its handler's summary."""
+    lines = ["# Supported HLO opcodes", "",
+             "Generated from `frontend/lower.py`'s opcode table (`python -m hlotune.frontend.opcodes`).",
+             "Every op lowers to tensor-expression `compute` definitions with XLA's semantics, except",
+             f"the extern ops ({', '.join(EXTERN_OPS)}), which run on the host with numpy and run",
+             "their sub-computations (loop bodies, branches, comparators) through compiled code.",
+             "custom-call runs TopK, JAX's LAPACK kernels and sharding annotations; other targets,",
+             "send/recv, infeed/outfeed and collectives over several devices raise `UnsupportedOpError`",
+             "naming the op, its line and why. Every element type lowers: pred, s2 to",
+             "s64, u2 to u64, f16, bf16, f32, f64, c64, c128, the f8 types, f6e2m3fn, f6e3m2fn and",
+             "f4e2m1fn (`dsl/dtypes.py` says how each is stored and computed).", "",
+             "| opcode | semantics and attributes |", "|---|---|"]
+    for op in sorted(HANDLERS):
+        doc = (HANDLERS[op].__doc__ or "").strip().split("\n\n")[0]
+        doc = " ".join(x.strip() for x in doc.splitlines())
+        lines.append(f"| `{op}` | {doc.replace('|', '/')} |")
+    return "\n".join(lines + _stablehlo_section() + status_markdown()) + "\n"
+
+
+def _stablehlo_section() -> list[str]:
+    """The StableHLO ops the front-end maps to the opcodes above (``frontend/stablehlo_convert.py``)."""
+    lines = ["", "## StableHLO", "",
+             "`hlotune.load_hlo` (and `hlotune run/tune`) also read StableHLO text, as",
+             "`jax.jit(f).lower(x).as_text()` prints it (`frontend/stablehlo.py`). Each op becomes the",
+             "HLO instruction(s) below, lowered by the table above: an op with several results gives a",
+             "tuple and `get-tuple-element`s, and `while`/`case`/`if` regions take the values they use",
+             "from outside in their tuple parameter. Any other op raises `UnsupportedOpError` naming it.",
+             "", "| StableHLO op | HLO opcode |", "|---|---|"]
+    lines += [f"| `{op}` | {hlo} |" for op, hlo in hlo_opcode_table().items()]
+    return lines
+
+
+__all__ = ["CHLO_OPS", "HLO_OPCODES", "chlo_status", "hlo_status", "status_markdown", "supported_ops_markdown"]
+
+
+if __name__ == "__main__":
+    print(supported_ops_markdown(), end="")

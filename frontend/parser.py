@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import re
 from types import MappingProxyType
 from typing import Any
@@ -40,11 +39,11 @@ import numpy as np
 
 from ..dsl.errors import HloParseError
 from .ast import ELEMENT_TYPES, ArrayShape, Computation, HloModule, Instruction, Shape, TupleShape
-from .textparse import TextParser, Tok, caret_context, read_source, run_parser
+from .textparse import TextParser, Tok, caret_context, run_parser
 from .textparse import unescape as _unescape
 from .verify import verify_module
 
-__all__ = ["caret_context", "load_hlo_file", "parse_hlo"]
+__all__ = ["caret_context", "parse_hlo"]
 
 log = logging.getLogger(__name__)
 
@@ -608,11 +607,3 @@ def parse_hlo(text: str, file: str | None = None, *, verify: bool = True) -> Hlo
         mod = p.parse_module()
         return verify_module(mod, p.lines) if verify else mod
     return run_parser(_Parser, parse, text, file, what="HLO", logger=log)
-
-
-def load_hlo_file(path: str | os.PathLike) -> HloModule:
-    """Read and parse an HLO text file (``.hlo``/``.txt``), or StableHLO text (``.mlir``, see
-    :func:`~hlotune.frontend.read.parse_module_text`)."""
-    path, data = read_source(path, "HLO")
-    from .read import parse_module_text
-    return parse_module_text(data, file=path)

@@ -20,96 +20,34 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from ..dsl.errors import HloParseError, InternalError, UnsupportedOpError
+from . import stablehlo_types as _types  # quantized types and dynamic ops: registers their converters
 from .ast import ArrayShape, Computation, HloModule, Instruction, Shape, TupleShape
 from .handlers.chlo import HANDLERS as _CHLO_HANDLERS
 from .handlers.collective import REFUSED as _REFUSED_WHY
+from .stablehlo_ir import (
+    CONVERTERS,
+    HLO_NAMES,
+    TERMINATORS,
+    DenseAttr,
+    Func,
+    MlirModule,
+    MlirOp,
+    Region,
+    converter,
+)
 
 __all__ = ["SUPPORTED", "TERMINATORS", "DenseAttr", "Func", "MlirModule", "MlirOp", "Region",
            "hlo_opcode_table", "to_hlo_module"]
 
 
-# ----------------------------------------------------------------------------- the op tree
-
-@dataclass
-class MlirOp:
-    """One MLIR op. Values are SSA names without ``%`` (``0#2`` for result 2 of ``%0:3``);
-    ``tok`` (anything with ``line``/``col``) locates it."""
-
-    name: str
-    tok: Any
-    results: list[tuple[str, Any]] = field(default_factory=list)
-    aliases: dict[str, str] = field(default_factory=dict)   # '0' of '%0:3' -> '0#0'
-    operands: list[tuple[str, Any]] = field(default_factory=list)
-    attrs: dict[str, Any] = field(default_factory=dict)
-    regions: list[Region] = field(default_factory=list)
-    result_types: list[Shape] = field(default_factory=list)
-    operand_types: list[Shape] | None = None   # when the signature gives them
-
-
-@dataclass
-class Region:
-    """A one-block region: its arguments ``(name, type, tok)`` and ops (the last a return)."""
-
-    args: list[tuple[str, Shape, Any]]
-    ops: list[MlirOp]
-    tok: Any
-    end: Any
-
-
-@dataclass
-class Func:
-    name: str
-    tok: Any
-    args: list[tuple[str, Shape, Any]]
-    result_types: list[Shape]
-    body: Region
-
-
-@dataclass
-class MlirModule:
-    name: str | None
-    attrs: dict[str, Any]
-    funcs: list[Func]
-
-
-class DenseAttr(NamedTuple):
-    """A ``dense<...> : tensor<...>`` attribute: its value as a numpy array and its type. A
-    splat (one value for every element) keeps that value alone, as a 0-d ``array``: a dead
-    ``dense<0.0> : tensor<268435456xf32>`` costs nothing."""
-
-    array: np.ndarray
-    shape: ArrayShape
-
-    @property
-    def is_splat(self) -> bool:
-        return self.array.shape != self.shape.dims
-
-    def values(self) -> np.ndarray:
-        """Every element (a read-only broadcast view of a splat)."""
-        return np.broadcast_to(self.array, self.shape.dims) if self.is_splat else self.array
-
-
-# ----------------------------------------------------------------------------- op table
-
-TERMINATORS = frozenset({"func.return", "stablehlo.return"})
-_HANDLERS: dict[str, Callable] = {}
-_HLO_NAMES: dict[str, str] = {}
-
-
-def _op(*names: str, hlo: str):
-    """Register a converter ``fn(cv, comp, op) -> [(instr name, shape)]`` (one per result)."""
-    def register(fn):
-        for n in names:
-            _HANDLERS[n], _HLO_NAMES[n] = fn, hlo
-        return fn
-    return register
+# the op tree and the converter table: stablehlo_ir.py (shared with stablehlo_types.py)
+_HANDLERS, _HLO_NAMES, _op = CONVERTERS, HLO_NAMES, converter
 
 
 def _direct(cv, comp, op):
@@ -723,8 +661,6 @@ def _conditional(cv, comp, op):
     return cv.emit(comp, op, "conditional", {"branch_computations": branches},
                    operands=[index[0]] + [arg[0]] * len(branches), variadic=True)
 
-
-from . import stablehlo_types as _types  # noqa: E402  (quantized types, dynamic ops: registers them)
 
 SUPPORTED = frozenset(_HANDLERS) | TERMINATORS
 

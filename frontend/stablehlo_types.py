@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .ast import ArrayShape
-from .stablehlo_convert import _HANDLERS, MlirOp, _op
+from .stablehlo_ir import CONVERTERS as _HANDLERS
+from .stablehlo_ir import MlirOp
+from .stablehlo_ir import converter as _op
 
 __all__ = ["QuantShape", "QuantType", "convert_quantized", "involves_quantized", "parse_quant"]
 

@@ -26,7 +26,7 @@ from .runtime.targets import Target, get_target
 from .schedules.schedule import Schedule
 
 _LAZY = {"load_hlo": "api", "compile": "api", "tune": "api", "report": "api", "Module": "api",
-         "CompiledModule": "api", "jit": "jaxbridge", "jax_op": "jaxop"}
+         "CompiledModule": "api", "jit": "api", "jax_op": "jaxop"}
 
 
 def __getattr__(name):

@@ -9,7 +9,8 @@ import numpy as np
 
 from .runtime.module import CompiledGraph
 
-__all__ = ["CompiledModule", "Module", "check_tune_args", "compile", "load_hlo", "report", "tolerance", "tune"]
+__all__ = ["CompiledModule", "Module", "check_tune_args", "compile", "jit", "load_hlo", "report", "tolerance",
+           "tune"]
 
 
 @dataclass
@@ -138,9 +139,9 @@ def load_hlo(path_or_text, *example_args, **example_kwargs) -> Module:
     ``frontend.read``). A file that is missing, unreadable or not UTF-8 text, and any module
     that is malformed, raise ``HloParseError``. A JAX function with example arguments, or a
     ``jax.stages.Lowered``, is lowered by JAX first (the ``jax`` extra; see ``hlotune.jaxbridge``)."""
-    from .jaxbridge import is_jax_input, load_jax
+    from .jaxbridge import is_jax_input, jax_hlo_text
     if is_jax_input(path_or_text):
-        return load_jax(path_or_text, *example_args, **example_kwargs)
+        return load_hlo(jax_hlo_text(path_or_text, *example_args, **example_kwargs))
     if example_args or example_kwargs:
         from .dsl.errors import ConfigError
         raise ConfigError("example arguments are for JAX functions; module text or a path takes none")
@@ -284,3 +285,14 @@ def tolerance(dtype, scale: float = 1.0) -> tuple[float, float]:
     of ``hlotune.dsl.tolerance`` (the tuner's answer gate and ``run --check`` use it too)."""
     from .dsl.tolerance import tolerance as policy
     return policy(dtype, scale)
+
+
+def jit(f, db=None, target="cpu", static_argnums=(), static_argnames=()):
+    """``f`` (a JAX function) compiled by hlotune on its first call per input signature: lowered
+    with JAX, compiled for ``target`` with the tuned configs of ``db`` (a path or Database, which
+    must exist; None: default schedules), cached per signature. Takes numpy and JAX arrays (JAX
+    CPU arrays and DLPack objects without copies), Python scalars (weakly typed, as JAX) and
+    keyword arguments; ``static_argnums``/``static_argnames`` as ``jax.jit``. Returns numpy
+    arrays in ``f``'s output structure (dicts keep ``f``'s key order); see ``jaxbridge.JitFunction``."""
+    from .jaxbridge import JitFunction
+    return JitFunction(f, load_hlo, compile, db, target, static_argnums, static_argnames)

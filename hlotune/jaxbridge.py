@@ -191,13 +191,12 @@ def lower(f, args: Sequence = (), kwargs: dict | None = None, static_argnums=(),
     return Lowering(text, lowered.in_tree, lowered.out_tree, outs, orders.get("out"))
 
 
-def load_jax(f, *args, **kwargs):
-    """The Module of JAX function ``f`` lowered for ``args``/``kwargs``, or of a ``Lowered``."""
-    from .api import load_hlo
+def jax_hlo_text(f, *args, **kwargs) -> str:
+    """The HLO text of JAX function ``f`` lowered for ``args``/``kwargs``, or of a ``Lowered``."""
     if not is_lowered(f):
         call = Call.of(args, kwargs, (), ())
         args, kwargs = call.abstract()
-    return load_hlo(lower(f, args, kwargs).text)
+    return lower(f, args, kwargs).text
 
 
 def key_orders(out):
@@ -235,10 +234,12 @@ class JitFunction:
     """``f`` compiled by hlotune per call signature (see the module docstring); call it like
     ``f``. Returns numpy arrays in ``f``'s own output structure."""
 
-    def __init__(self, f: Callable, db=None, target="cpu", static_argnums=(), static_argnames=()):
+    def __init__(self, f: Callable, load: Callable, compile: Callable, db=None, target="cpu", static_argnums=(),
+                 static_argnames=()):
         if not callable(f):
             raise ConfigError(f"hlotune.jit takes a function, got {type(f).__name__}")
         self.f, self.db, self.target = f, db, target
+        self._load, self._compile_module = load, compile     # hlotune.api's load_hlo and compile
         self.static_argnums = _argnums(static_argnums)
         self.static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
         self._cache: dict[tuple, _Compiled] = {}
@@ -273,13 +274,13 @@ class JitFunction:
             return self._cache[call.key]
 
     def _compile(self, call: Call) -> _Compiled:
-        from .api import compile, load_hlo
         args, kwargs = call.abstract()
         lw = lower(self.f, args, kwargs, self.static_argnums, self.static_argnames)
-        m = load_hlo(lw.text)
+        m = self._load(lw.text)
         check_lowering(lw, call, m)
         log.info("hlotune.jit(%s): compiling %s", getattr(self.f, "__name__", "f"), m.signature)
-        return _Compiled(compile(m, target=self.target, db=self.db), lw, tuple(p.dtype.np for p in m.params))
+        return _Compiled(self._compile_module(m, target=self.target, db=self.db), lw,
+                         tuple(p.dtype.np for p in m.params))
 
 
 def host_inputs(call: Call, dtypes) -> list[np.ndarray]:
@@ -314,14 +315,4 @@ def _argnums(nums) -> tuple[int, ...]:
     return nums
 
 
-def jit(f: Callable, db=None, target="cpu", static_argnums=(), static_argnames=()) -> JitFunction:
-    """``f`` (a JAX function) compiled by hlotune on its first call per input signature: lowered
-    with JAX, compiled for ``target`` with the tuned configs of ``db`` (a path or Database, which
-    must exist; None: default schedules), cached per signature. Takes numpy and JAX arrays (JAX
-    CPU arrays and DLPack objects without copies), Python scalars (weakly typed, as JAX) and
-    keyword arguments; ``static_argnums``/``static_argnames`` as ``jax.jit``. Returns numpy
-    arrays in ``f``'s output structure (dicts keep ``f``'s key order)."""
-    return JitFunction(f, db, target, static_argnums, static_argnames)
-
-
-__all__ = ["Call", "JitFunction", "Lowering", "is_jax_input", "is_lowered", "jax_module", "jit", "load_jax", "lower"]
+__all__ = ["Call", "JitFunction", "Lowering", "is_jax_input", "is_lowered", "jax_hlo_text", "jax_module", "lower"]

@@ -32,7 +32,7 @@ from ..dsl.ops import Op
 from ..dsl.tensor import ComputeOp, Graph, Tensor, comm_reducer, compute, input_tensors, reduce_axis
 from ..dsl.tensor import max as rmax
 from ..dsl.tensor import sum as rsum
-from .fusion import FOLD
+from .fusion_rules import FOLD
 from .onepass import Match, _Bail, _expand, _mentions, _reduction, _same, matches, rescale
 from .schedule import Schedule, Stage
 
@@ -210,8 +210,9 @@ def attach_fold(s: Schedule, hw) -> None:
     schedule of its own (at fusion time, before root stages get theirs): the dots (scores,
     block products) with register tiles that divide the block (``block_config``), the rest
     with their loop defaults."""
-    from .fusion import loop_default, try_template
-    from .templates.families import TEMPLATES, classify
+    from .defaults import loop_default, try_template
+    from .fusion_rules import classify
+    from .templates.families import TEMPLATES
     one = replace(hw, threads=1)
     for fold in [st for st in s.stages.values() if st.op.tag == FOLD and st.attach == ("root",)]:
         c = fold.op.reduce_axis[0]

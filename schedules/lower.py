@@ -12,6 +12,7 @@ at a loop get a local buffer covering the region their reader touches inside tha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..dsl import dtypes as dt
 from ..dsl.errors import ScheduleError
@@ -37,8 +38,11 @@ from .loops import (
     Thread,
     seq,
 )
-from .schedule import FuseRel, Schedule, SplitRel, Stage, check
+from .stage import FuseRel, SplitRel, Stage, check
 from .xreduce import bound_reduce_axis, cross_item_reduce
+
+if TYPE_CHECKING:    # annotations only: schedule.py imports this module (Schedule.lower)
+    from .schedule import Schedule
 
 #: Root intermediates up to this many bytes live on the stack; larger ones on the heap.
 STACK_BYTES = 1 << 16

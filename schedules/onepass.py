@@ -29,7 +29,7 @@ from ..dsl import dtypes as dt
 from ..dsl.expr import Expr, IterVar, binary, cast, const, select, substitute, unary, walk
 from ..dsl.ops import Op
 from ..dsl.tensor import ComputeOp, Graph, Tensor, comm_reducer, compute, reduce_axis
-from .fusion import ROW_STAT
+from .fusion_rules import ROW_STAT
 
 #: loads of elementwise stages expanded while matching, at most (beyond: no match)
 EXPAND_MAX = 256

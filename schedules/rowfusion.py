@@ -31,7 +31,7 @@ from dataclasses import replace
 
 from ..dsl.errors import ScheduleError
 from ..dsl.tensor import input_tensors
-from .fusion import FOLD
+from .fusion_rules import FOLD
 from .schedule import Schedule, Stage
 
 #: per-slice chain buffers up to the last-level cache (or this many L2s, if larger) are fused by
@@ -62,7 +62,7 @@ def _producers(s: Schedule, st: Stage) -> list[Stage]:
 def slice_axes(d: Stage) -> int:
     """How many leading axes of ``d`` a slice fixes: a batched dot's batch axes (attention), an
     elementwise stage's all but the last (a row: a normalization's output); 0 for others."""
-    from .templates.families import classify_op
+    from .fusion_rules import classify_op
     n = len(d.op.axis)
     if d.op.is_reduction:
         return n - 2 if n >= 3 and classify_op(d.op) == "dot" else 0
@@ -74,8 +74,7 @@ def chain(s: Schedule, d: Stage, readers: dict, outputs: set) -> list[Stage]:
     none. A batched dot's chain holds a dot or convolution (attention's scores); an elementwise
     stage's chain holds reductions and elementwise stages only (a normalization's statistics:
     a dot there would run one row at a time) and at least one reduction."""
-    from .fusion import absorbed_tile
-    from .templates.families import classify_op
+    from .fusion_rules import absorbed_tile, classify_op
     nb = slice_axes(d)
     if nb < 1:
         return []
@@ -132,7 +131,7 @@ def materialized_readers(s: Schedule) -> dict:
 def attach(s: Schedule, d: Stage, members: list[Stage], hw, schedule: bool = True) -> None:
     """Compute each chain stage at ``d``'s last batch axis, first (``schedule``) giving it a
     one-thread schedule of its own on machine ``hw``."""
-    from .fusion import loop_default
+    from .defaults import loop_default
     if schedule:
         one = replace(hw, threads=1)
         for p in members:

@@ -25,7 +25,7 @@ from ..dsl import dtypes as dt
 from ..dsl.expr import IterVar, as_expr, binary, substitute
 from ..dsl.ops import Op
 from .loops import Allocate, Assign, Barrier, Buffer, For, If, Let, LoopKind, Stmt, Store, Thread, seq
-from .schedule import Stage, check
+from .stage import Stage, check
 
 
 def bound_reduce_axis(st: Stage) -> IterVar | None:

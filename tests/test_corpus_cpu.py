@@ -76,9 +76,10 @@ def test_module_api_signature_and_tuple_result():
 
 
 def test_opcode_doc_page_is_current():
-    from hlotune.frontend.lower import HANDLERS, supported_ops_markdown
+    from hlotune.frontend.lower import HANDLERS
+    from hlotune.frontend.opcodes import supported_ops_markdown
     page = (Path(__file__).parent.parent / "docs" / "hlo_ops.md").read_text()
-    assert page == supported_ops_markdown(), "regenerate: python -m hlotune.frontend.lower > docs/hlo_ops.md"
+    assert page == supported_ops_markdown(), "regenerate: python -m hlotune.frontend.opcodes > docs/hlo_ops.md"
     for m in MANIFEST:
         for op in m["opcodes"]:
             assert op in HANDLERS or op == "parameter", (m["name"], op)

@@ -19,9 +19,10 @@ import numpy as np
 import pytest
 from _checks import mutate_token
 from hlotune.dsl.errors import UnsupportedOpError
-from hlotune.frontend.lower import HANDLERS, lower_module
-from hlotune.frontend.parser import load_hlo_file, parse_hlo
 from hlotune.dsl.reference import evaluate
+from hlotune.frontend.lower import HANDLERS, lower_module
+from hlotune.frontend.parser import parse_hlo
+from hlotune.frontend.read import load_module_file
 
 DATA = Path(__file__).parent / "data" / "hlo"
 MANIFEST = json.loads((DATA / "manifest.json").read_text())
@@ -76,7 +77,7 @@ def run_hlo(text: str, *args):
 def test_corpus_module(name, form):
     entry = next(e for e in MANIFEST if e["name"] == name)
     data = np.load(DATA / f"{name}.npz")
-    low = lower_module(load_hlo_file(DATA / f"{name}{form}"))
+    low = lower_module(load_module_file(DATA / f"{name}{form}"))
     assert [p.shape for p in low.params] == [tuple(s) for s, _ in entry["inputs"]]
     assert low.tuple_result == (len(entry["outputs"]) > 1)
     args = [data[f"arg{k}"] for k in range(len(low.params))]
@@ -89,11 +90,11 @@ def test_corpus_module(name, form):
 
 
 def test_params_and_computes_named_after_hlo():
-    low = lower_module(load_hlo_file(DATA / "fori_loop.hlo"))
+    low = lower_module(load_module_file(DATA / "fori_loop.hlo"))
     assert [p.name for p in low.params] == ["a.1", "v.1"]
     assert [p.shape for p in low.params] == [(64, 64), (64,)]
     assert low.outputs[1].shape == () and low.module.name == "jit_fori_loop"
-    low = lower_module(load_hlo_file(DATA / "bias_relu.hlo"))
+    low = lower_module(load_module_file(DATA / "bias_relu.hlo"))
     assert f"{low.outputs[0].op.name} =" in (DATA / "bias_relu.hlo").read_text()
 
 

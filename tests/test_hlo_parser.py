@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from hlotune.dsl.errors import HloParseError, UnsupportedOpError
 from hlotune.frontend.ast import TOKEN, ArrayShape, HloModule, TupleShape
-from hlotune.frontend.parser import load_hlo_file, parse_hlo
+from hlotune.frontend.parser import parse_hlo
+from hlotune.frontend.read import load_module_file
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +28,7 @@ _cache: dict[str, HloModule] = {}
 
 def load(fname: str) -> HloModule:
     if fname not in _cache:
-        _cache[fname] = load_hlo_file(DATA / fname)
+        _cache[fname] = load_module_file(DATA / fname)
     return _cache[fname]
 
 
@@ -367,7 +368,7 @@ def test_error_deep_nesting_is_reported():
 
 def test_load_missing_file(tmp_path):
     with pytest.raises(HloParseError, match="cannot read"):
-        load_hlo_file(tmp_path / "nope.hlo")
+        load_module_file(tmp_path / "nope.hlo")
 
 
 # ------------------------------------------------------------- fuzzing

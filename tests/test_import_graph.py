@@ -39,7 +39,13 @@ def _imports(mod: str, path: Path, known: set[str]) -> set[str]:
     is_pkg = path.name == "__init__.py"
     base = mod.split(".") if is_pkg else mod.split(".")[:-1]
     out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    tree = ast.parse(path.read_text())
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If)
+                   and ast.unparse(block.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+                   for stmt in block.body for n in ast.walk(stmt)}      # never run: no runtime edge
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 anchor = base[:len(base) - node.level + 1]

@@ -17,12 +17,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 from hlotune.dsl.errors import HloParseError, UnsupportedOpError
-from hlotune.frontend.read import is_stablehlo, load_module_file, parse_module_text
+from hlotune.dsl.reference import evaluate
 from hlotune.frontend.lower import HANDLERS, lower_module
-from hlotune.frontend.parser import load_hlo_file, parse_hlo
+from hlotune.frontend.parser import parse_hlo
+from hlotune.frontend.read import is_stablehlo, load_module_file, parse_module_text
 from hlotune.frontend.stablehlo import parse_stablehlo
 from hlotune.frontend.stablehlo_convert import hlo_opcode_table
-from hlotune.dsl.reference import evaluate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -71,7 +71,7 @@ def test_corpus_stablehlo_matches_xla_on_cpu(name):
 
 @pytest.mark.parametrize("name", CORPUS)
 def test_corpus_stablehlo_signature_matches_hlo(name):
-    shlo, hlo = load_module_file(DATA / f"{name}{SUFFIX}"), load_hlo_file(DATA / f"{name}.hlo")
+    shlo, hlo = load_module_file(DATA / f"{name}{SUFFIX}"), load_module_file(DATA / f"{name}.hlo")
 
     def sig(shapes):
         return [(s.element_type, s.dims) for s in shapes]
@@ -125,7 +125,7 @@ def test_format_is_told_from_the_text():
     assert parse_module_text(shlo).entry == "main"
     m = hlotune.load_hlo(shlo)  # text, not a path
     assert m.name == "jit_softmax" and [p.shape for p in m.params] == [(128, 512)]
-    assert load_hlo_file(DATA / f"fori_loop{SUFFIX}").name == "jit_fori_loop"
+    assert load_module_file(DATA / f"fori_loop{SUFFIX}").name == "jit_fori_loop"
     with pytest.raises(HloParseError, match="cannot read"):
         load_module_file(DATA / "missing.mlir")
 

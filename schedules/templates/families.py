@@ -7,10 +7,7 @@ Index conventions: ``D`` are a stage's data axes (outer to inner), ``R`` its red
 from __future__ import annotations
 
 from ...dsl.errors import ScheduleError
-from ...dsl.expr import walk
-from ...dsl.ops import Op
-from ...dsl.tensor import Tensor
-from ..fusion import absorbed_tile, simd_reducible
+from ..fusion_rules import CHOICE_KINDS, classify, classify_op, simd_reducible
 from ..schedule import Stage, check
 from .base import Knob, Template, as_hardware, is_pow2, parallel_fuse, pow2_upto, split_last_reduction
 from .gemm import Gemm, GemmConv
@@ -138,7 +135,6 @@ class FusionPlan(Template):
 
     def check_domain(self, config: dict) -> None:
         from ...dsl.errors import ConfigError
-        from ..fusion import CHOICE_KINDS
         if not isinstance(config, dict):
             raise ConfigError("config must be an object")
         for k, v in config.items():
@@ -156,48 +152,6 @@ class FusionPlan(Template):
 
 
 TEMPLATES = {t.family: t for t in (Elementwise(), Reduction(), Gemm(), GemmConv(), Generic(), FusionPlan())}
-
-
-def classify(st: Stage, s=None) -> str:
-    """The family of a root stage: elementwise, reduction, dot, conv or generic. With its
-    schedule ``s``, an elementwise stage computing a dot's or convolution's epilogue on its
-    register tile (``fusion.absorbed_tile``) is of the dot's family."""
-    if s is not None and not st.op.is_reduction:
-        tile = absorbed_tile(s, st)
-        if tile is not None:
-            return classify_op(tile.op)
-    return classify_op(st.op)
-
-
-def classify_op(op) -> str:
-    """The family of a compute op on its own (see ``classify``)."""
-    if not op.is_reduction:
-        return "elementwise" if op.num_outputs == 1 else "generic"
-    if op.num_outputs != 1 or len(op.axis) < 1:
-        return "reduction" if op.num_outputs == 1 else "generic"
-    body = op.body[0]
-    red = set(op.reduce_axis)
-    val = body.src[0]
-    while val.op is Op.CAST:
-        val = val.src[0]
-    loads = [e for e in walk([val]) if e.op is Op.LOAD and isinstance(e.arg, Tensor)]
-    if body.arg.reducer.name != "sum" or len(loads) < 2 or op.axis[-1].extent < 4:
-        return "reduction"
-
-    def vars_of(e):
-        return {x.arg for x in walk([e]) if x.op is Op.VAR}
-
-    # a reduce axis and a data axis added inside one index: a sliding window (convolution)
-    for ld in loads:
-        for ix in ld.src:
-            vs = vars_of(ix)
-            if vs & red and vs - red:
-                return "conv"
-    # dot: each reduce axis indexes two operands, and both operands have free data axes
-    touched = [vars_of(ld) & red for ld in loads]
-    if sum(1 for t in touched if t) >= 2 and len(op.axis) >= 1:
-        return "dot"
-    return "reduction"
 
 
 def templates_for(hw=None) -> dict:

@@ -36,7 +36,7 @@ from typing import ClassVar
 from ...dsl.expr import walk
 from ...dsl.ops import Op
 from ...dsl.tensor import Tensor
-from ..fusion import epilogue_of
+from ..fusion_rules import epilogue_of
 from ..hardware import Hardware
 from ..schedule import Schedule, Stage, check
 from .base import Knob, Template, is_pow2

@@ -1,0 +1,60 @@
+"""Every elementwise function against XLA:CPU at its edges: signed zeros, subnormals, +-inf, NaN,
+the ends of the finite range and the points where a function saturates (tanh, logistic, erf to
++-1 or 0/1, exp to 0 or inf). Special results (NaN, infinities, zeros with their sign) must be
+XLA's exactly; finite ones within a few ulps of XLA's (both round differently inside the range).
+The functions run vectorized, as the CPU kernels of real modules do (the vector math paths)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import hlotune
+
+jax = pytest.importorskip("jax", reason="XLA (jax) is the oracle of these tests")
+jnp = pytest.importorskip("jax.numpy")
+
+TINY = np.float32(np.finfo(np.float32).tiny)
+SUB = np.float32(1e-40)      # a subnormal
+EDGES = np.float32([0.0, -0.0, SUB, -SUB, TINY, -TINY, 1e-30, -1e-30, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0,
+                    8.9, -8.9, 9.02, -9.02, 15.0, -15.0, 20.0, -20.0, 87.3, -87.3, 88.72, 88.73, -88.73,
+                    -103.0, -104.0, 1e10, -1e10, 3.4e38, -3.4e38, np.inf, -np.inf, np.nan])
+
+#: HLO opcode -> the JAX function XLA lowers to it, and the ulps allowed on finite results
+FUNCS = {
+    "exponential": (jnp.exp, 2), "exponential-minus-one": (jnp.expm1, 2), "log": (jnp.log, 2),
+    "log-plus-one": (jnp.log1p, 2), "sqrt": (jnp.sqrt, 1), "rsqrt": (jax.lax.rsqrt, 2), "cbrt": (jnp.cbrt, 2),
+    "tanh": (jnp.tanh, 2), "logistic": (jax.nn.sigmoid, 3), "erf": (jax.lax.erf, 3), "sine": (jnp.sin, 2),
+    "cosine": (jnp.cos, 2), "tan": (jnp.tan, 4), "floor": (jnp.floor, 0), "ceil": (jnp.ceil, 0),
+    "round-nearest-even": (jnp.round, 0), "abs": (jnp.abs, 0), "sign": (jnp.sign, 0), "negate": (jnp.negative, 0),
+}
+
+
+def _module(op: str, n: int) -> str:
+    return f"HloModule m\nENTRY e {{\n  p = f32[{n}] parameter(0)\n  ROOT r = f32[{n}] {op}(p)\n}}\n"
+
+
+def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Distance in float32 ulps (on the integer line of the bit patterns)."""
+    ia = a.view(np.int32).astype(np.int64)
+    ib = b.view(np.int32).astype(np.int64)
+    ia = np.where(ia < 0, np.int64(-(2**31)) - ia, ia)
+    ib = np.where(ib < 0, np.int64(-(2**31)) - ib, ib)
+    return np.abs(ia - ib)
+
+
+@pytest.mark.parametrize("op", sorted(FUNCS))
+def test_elementwise_edges_match_xla(op):
+    fn, ulps = FUNCS[op]
+    # the edges, and the edges again inside a vector-sized block (both vector and tail paths)
+    x = np.concatenate([EDGES, np.tile(EDGES, 2)]).astype(np.float32)
+    got = hlotune.compile(hlotune.load_hlo(_module(op, x.size)))(x)
+    want = np.asarray(jax.jit(fn)(x))
+    special = ~np.isfinite(want) | (want == 0) | ~np.isfinite(got) | (got == 0)
+    bad = [(float(a), float(g), float(w)) for a, g, w, s in zip(x, got, want, special)
+           if s and not (np.array_equal(g, w, equal_nan=True) and np.signbit(g) == np.signbit(w))]
+    assert not bad, f"{op}: special values differ from XLA's (input, hlotune, XLA): {bad[:6]}"
+    fin = ~special
+    far = _ulps(got[fin], want[fin]) > ulps
+    assert not far.any(), (f"{op}: beyond {ulps} ulps of XLA's: "
+                           f"{list(zip(x[fin][far][:6], got[fin][far][:6], want[fin][far][:6]))}")
