@@ -22,10 +22,15 @@ class ComplexOperands(Exception):
     """An op on complex operands asked of ``eval_op`` without their formulas."""
 
 
+def _sign(x):
+    """XLA's sign: -1, 0 or 1, and the zero itself (its sign kept) and NaN for those."""
+    return np.where(x == 0, x, np.sign(x)) if x.dtype.kind == "f" or x.dtype.name in ("bfloat16",) else np.sign(x)
+
+
 _UNARY = {
     Op.EXP: np.exp, Op.EXPM1: np.expm1, Op.LOG: np.log, Op.LOG1P: np.log1p, Op.SQRT: np.sqrt,
     Op.CBRT: np.cbrt, Op.TANH: np.tanh, Op.SIN: np.sin, Op.COS: np.cos, Op.TAN: np.tan,
-    Op.FLOOR: np.floor, Op.CEIL: np.ceil, Op.ROUND: np.rint, Op.ABS: np.abs, Op.SIGN: np.sign,
+    Op.FLOOR: np.floor, Op.CEIL: np.ceil, Op.ROUND: np.rint, Op.ABS: np.abs, Op.SIGN: _sign,
     Op.ISFINITE: np.isfinite,
 }
 _BINARY = {

@@ -111,6 +111,11 @@ def supported_ops_markdown() -> str:
              "naming the op, its line and why. Every element type lowers: pred, s2 to",
              "s64, u2 to u64, f16, bf16, f32, f64, c64, c128, the f8 types, f6e2m3fn, f6e3m2fn and",
              "f4e2m1fn (`dsl/dtypes.py` says how each is stored and computed).", "",
+             "Subnormal floats: XLA:CPU runs its kernels with denormals-are-zero and flush-to-zero, so a",
+             "subnormal input counts as zero there (log(1e-40) is -inf, floor(-1e-40) is -0) and a subnormal",
+             "result becomes zero; hlotune keeps IEEE gradual underflow. Everywhere else the elementwise",
+             "functions give XLA's special values (signed zeros, infinities, NaN, saturation) and finite",
+             "results within a few ulps of XLA's (`tests/test_math_edges.py`).", "",
              "| opcode | semantics and attributes |", "|---|---|"]
     for op in sorted(HANDLERS):
         doc = (HANDLERS[op].__doc__ or "").strip().split("\n\n")[0]

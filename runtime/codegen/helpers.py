@@ -87,7 +87,7 @@ def float_helpers(ty: HelperTypes) -> list[str]:
     for s, (t, f) in ty.floats.items():
         out.append(f"""{ty.inline} {t} hl_max_{s}({t} a, {t} b) {{ return (a > b || a != a) ? a : b; }}
 {ty.inline} {t} hl_min_{s}({t} a, {t} b) {{ return (a < b || a != a) ? a : b; }}
-{ty.inline} {t} hl_sign_{s}({t} a) {{ return a != a ? a : (a > 0) - (a < 0); }}
+{ty.inline} {t} hl_sign_{s}({t} a) {{ return (a != a || a == 0) ? a : ({t})((a > 0) - (a < 0)); }}
 {ty.inline} {t} hl_floordiv_{s}({t} a, {t} b) {{  /* numpy's floor_divide (npy_divmod) */
   if (b == 0) return a / b;
   {t} mod = fmod{f}(a, b); {t} div = (a - mod) / b;
