@@ -36,11 +36,42 @@ def status() -> list[list]:
     return rows
 
 
+BANNER = "> **Stale:**"
+
+
+def mark(rows: list[list]) -> int:
+    """Put (or refresh) a banner at the top of each stale results/NAME.md saying so, with its
+    commit; remove it from files that are current. Returns how many are marked."""
+    n = 0
+    for name, commit, tree, since in rows:
+        md = RESULTS / f"{name}.md"
+        if not md.exists():
+            continue
+        lines = md.read_text().splitlines(keepends=True)
+        lines = [ln for ln in lines if not ln.startswith(BANNER)]
+        if since != 0 or tree != "clean":
+            why = (f"{since} commit(s) changed hlotune's code since this was measured at {commit}"
+                   if since != "unknown commit" else f"made at an unknown commit ({commit})")
+            why += "" if tree == "clean" else f"; the tree was {tree}"
+            head = lines[:1] if lines and lines[0].startswith("# ") else []
+            lines = head + [f"{BANNER} {why} (`python -m bench.stale`); its figures describe that code.\n"] + \
+                lines[len(head):]
+            n += 1
+        md.write_text("".join(lines))
+    return n
+
+
 def main() -> int:
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--mark", action="store_true", help="write a banner into each stale results/NAME.md")
+    args = ap.parse_args()
     rows = status()
     print(md_table(["results", "commit", "tree", "code commits since"], rows))
     bad = [r for r in rows if r[3] != 0 or r[2] != "clean"]
     print(f"\n{len(bad)} of {len(rows)} results files are stale or not from a clean tree")
+    if args.mark:
+        print(f"marked {mark(rows)} results files as stale")
     return 1 if bad else 0
 
 

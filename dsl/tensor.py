@@ -233,6 +233,11 @@ def reduce_axis(extent: int, name: str = "k") -> IterVar:
     return IterVar(name, extent, "reduce")
 
 
+#: The tag of one step of a log-step prefix scan (the front-end's cumulative reduce-window): each
+#: step reads the one before at two places, so schedules keep every step materialized.
+SCAN_STEP = "scan_step"
+
+
 def compute(shape, fcompute: Callable, name: str = "compute", tag: str = ""):
     """Define ``out[idx] = fcompute(*idx)`` over ``shape``; a tuple result gives a tuple of tensors.
 

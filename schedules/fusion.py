@@ -24,6 +24,7 @@ from .fusion_rules import (
     FOLD,
     PARALLEL_MIN_WORK,
     ROW_STAT,
+    SCAN_STEP,
     Choice,
     _at_own_indices,
     _cost,
@@ -85,6 +86,8 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
             # that is shared only by being read by several elementwise stages (GELU's scaled
             # input, read by every term of its erfc): inlined, it runs once per element
             inline = False
+        if st.op.tag == SCAN_STEP:
+            inline = False      # read twice by the next step: inlined, each step would double the work
         if st.op.tag == ROW_STAT:
             # a one-pass statistic (schedules/onepass.py) reads its row's first element: inlined, that
             # load sits in the row's elementwise loop, where the compiler cannot prove it invariant

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..dsl.expr import walk
 from ..dsl.ops import Op
-from ..dsl.tensor import ComputeOp, Tensor
+from ..dsl.tensor import SCAN_STEP, ComputeOp, Tensor
 from .schedule import Schedule, Stage
 
 _EXPENSIVE = {Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.TANH, Op.ERF, Op.SIN, Op.COS, Op.TAN, Op.POW,
@@ -192,5 +192,5 @@ def classify_op(op) -> str:
     return "reduction"
 
 
-__all__ = ["CHOICE_KINDS", "FOLD", "PARALLEL_MIN_WORK", "ROW_STAT", "Choice", "absorbed_tile", "classify", "classify_op",
+__all__ = ["CHOICE_KINDS", "FOLD", "PARALLEL_MIN_WORK", "ROW_STAT", "SCAN_STEP", "Choice", "absorbed_tile", "classify", "classify_op",
            "epilogue_of", "positions", "simd_reducible"]

@@ -17,7 +17,7 @@ import math
 from ...dsl  import dtypes as dt
 from ...dsl.expr import IterVar, binary, const, select
 from ...dsl.ops import Op
-from ...dsl.tensor import comm_reducer, compute, limit_value, reduce_axis
+from ...dsl.tensor import SCAN_STEP, comm_reducer, compute, limit_value, reduce_axis
 from ...dsl.tensor import max as dsl_max
 from ...dsl.tensor import min as dsl_min
 from ...dsl.tensor import prod as dsl_prod
@@ -152,9 +152,54 @@ def lower_reduce(ctx, instr, operands):
     return red.build(instr, shape, f)
 
 
+#: the ops a prefix scan may run as log-step combinations (associative, with an identity)
+_SCAN_OPS = {"sum": Op.ADD, "prod": Op.MUL, "max": Op.MAX, "min": Op.MIN, "bitor": Op.OR, "bitand": Op.AND}
+
+
+def _scan_axis(size, stride, pad, bdil, wdil, shape) -> tuple[int, bool] | None:
+    """``(axis, reverse)`` when the window is a cumulative one along one axis: it spans the
+    axis (size n) with n - 1 elements of padding before it (a prefix: ``out[i]`` folds
+    ``x[0..i]``) or after it (a suffix, ``reverse``), stride and dilation 1, size 1 elsewhere."""
+    if any(v != 1 for v in (*stride, *bdil, *wdil)):
+        return None
+    axes = [d for d, k in enumerate(size) if k != 1 or pad[d] != (0, 0)]
+    if len(axes) != 1:
+        return None
+    a = axes[0]
+    n = shape[a]
+    if n < 2 or size[a] != n or pad[a] not in ((n - 1, 0), (0, n - 1)):
+        return None
+    return a, pad[a] == (0, n - 1)
+
+
+def _log_step_scan(instr, x, red: _Reduction, axis: int, reverse: bool):
+    """The cumulative fold of ``x`` along ``axis`` in ceil(log2 n) elementwise steps (Hillis and
+    Steele): step ``d`` combines each element with the one ``d`` before it (after it when
+    ``reverse``), or with the identity where there is none. O(n log n) work instead of the
+    window's O(n^2); each step is its own stage (``SCAN_STEP``). Then the init fold as usual."""
+    op = _SCAN_OPS[red.reducer.__name__]
+    shape = tuple(x.shape)
+    n, d, cur = shape[axis], 1, x
+    while d < n:
+        def step(*i, cur=cur, d=d):
+            j = list(i)
+            j[axis] = i[axis] + d if reverse else i[axis] - d
+            has = binary(Op.LT, i[axis], n - d) if reverse else binary(Op.GE, i[axis], d)
+            other = select(has, load(cur, j), const(red.identity, cur.dtype))
+            return binary(op, load(cur, i), other)
+        cur = compute(shape, step, name=f"{instr.name}.scan{d}", tag=SCAN_STEP)
+        d *= 2
+    if not red.fold_init:
+        return cur
+    return compute(shape, lambda *i: red.fn([load(red.inits[0], ()), load(cur, i)])[0], name=instr.name,
+                   tag=instr.opcode)
+
+
 def lower_reduce_window(ctx, instr, operands):
     """``reduce-window`` (size, stride, padding, base and window dilation); taps in padding or
-    dilation holes are skipped: https://openxla.org/xla/operation_semantics#reducewindow"""
+    dilation holes are skipped: https://openxla.org/xla/operation_semantics#reducewindow. A
+    cumulative window (a prefix or suffix fold along one axis, as ``jnp.cumsum`` lowers) with a
+    built-in reducer runs as a log-step scan."""
     n = len(operands) // 2
     xs, inits = operands[:n], operands[n:]
     win = instr.attr("window") or {}
@@ -170,6 +215,11 @@ def lower_reduce_window(ctx, instr, operands):
         return _broadcast_init(instr, inits, shape)
     if any(s < 1 for s in stride + bdil + wdil):
         raise unsupported(ctx, instr, "window strides and dilations must be positive")
+    scan = _scan_axis(size, stride, pad, bdil, wdil, xs[0].shape) if n == 1 and shape == tuple(xs[0].shape) else None
+    if scan is not None:
+        red = _Reduction(ctx, instr, inits, masked=True)
+        if not red.flag and getattr(red.reducer, "__name__", "") in _SCAN_OPS:
+            return _log_step_scan(instr, xs[0], red, *scan)
     ks = [reduce_axis(size[d], f"w{d}") for d in range(rank)]
     masked = any(p != (0, 0) for p in pad) or any(b > 1 for b in bdil)
     red = _Reduction(ctx, instr, inits, masked)
