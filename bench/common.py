@@ -39,7 +39,8 @@ def _git_tree() -> str:
     st = _git("status", "--porcelain", "--untracked-files=no")
     if st is None:
         return os.environ.get("HLOTUNE_TREE", "unknown (no git)")
-    n = len([ln for ln in st.splitlines() if ln.strip()])
+    # results/ holds what benchmarks write, not code: another benchmark's fresh files do not count
+    n = len([ln for ln in st.splitlines() if ln.strip() and not ln[3:].startswith("results/")])
     return "clean" if n == 0 else f"dirty ({n} changed files)"
 
 
