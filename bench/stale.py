@@ -2,7 +2,8 @@
 
 Each results/NAME.env.json records the commit its benchmark ran on and whether the tree was
 clean. For each, this lists that commit, the tree state, and the commits since then that
-changed hlotune's code (dsl/, frontend/, schedules/, runtime/, autotune/, hlotune/, bench/):
+changed hlotune's code (dsl/, frontend/, schedules/, runtime/, autotune/, hlotune/) or the
+benchmark that wrote it (bench/NAME.py, and its stem: models_cpu_plans is bench/models_cpu.py):
 a file with any is stale until its benchmark runs again. Exits 1 when a file is stale or was made
 from a dirty tree, so it can gate a release.
 """
@@ -15,7 +16,7 @@ import sys
 
 from .common import RESULTS, md_table
 
-CODE = ("dsl", "frontend", "schedules", "runtime", "autotune", "hlotune", "bench")
+CODE = ("dsl", "frontend", "schedules", "runtime", "autotune", "hlotune")
 
 
 def _git(*args: str) -> str:
@@ -27,11 +28,14 @@ def status() -> list[list]:
     rows = []
     for env_file in sorted(RESULTS.glob("*.env.json")):
         env = json.loads(env_file.read_text())
+        name = env_file.name.removesuffix(".env.json")
         commit = env.get("hlotune_commit", "unknown")
         tree = env.get("tree", "not recorded")
         known = commit not in ("", "unknown") and _git("cat-file", "-t", commit).strip() == "commit"
-        since = len(_git("rev-list", f"{commit}..HEAD", "--", *CODE).split()) if known else None
-        rows.append([env_file.name.removesuffix(".env.json"), commit, tree,
+        script = [f"bench/{p}.py" for p in (name, name.split("_plans")[0], name.rsplit("_", 1)[0])
+                  if (RESULTS.parent / "bench" / f"{p}.py").exists()][:1]
+        since = len(_git("rev-list", f"{commit}..HEAD", "--", *CODE, *script).split()) if known else None
+        rows.append([name, commit, tree,
                      "unknown commit" if since is None else since])
     return rows
 
