@@ -40,15 +40,13 @@ from ..dsl.errors import ClusterError, HlotuneError, MissingDependencyError
 from ..schedules.steps import step_to_json
 from .database import config_key
 from .measure import Measurer, MeasureResult
+from .records import FAILURES, MAX_TIME, MIN_TIME
 from .task import Task
 
 log = logging.getLogger(__name__)
 
 #: per worker process: (task key, target key, options) -> Measurer
 _MEASURERS: dict = {}
-FAILURES = frozenset({"invalid", "compile_error", "runtime_error", "wrong_answer", "timeout"})
-#: seconds per call a worker may report (a kernel call outside this range is not a measurement)
-PLAUSIBLE_TIME = (1e-12, 1e4)
 _SECURITY_KEYS = ("require_encryption", "tls_ca_file", "tls_ciphers", "tls_min_version", "tls_max_version",
                   "tls_client_key", "tls_client_cert", "tls_scheduler_key", "tls_scheduler_cert",
                   "tls_worker_key", "tls_worker_cert")
@@ -286,7 +284,7 @@ def _check_result(config: dict, r) -> str | None:
                                                 for t in r.times):
         return "its times are not a list of numbers"
     if r.failure is None:
-        lo, hi = PLAUSIBLE_TIME
+        lo, hi = MIN_TIME, MAX_TIME
         if not r.times:
             return "a success without times"
         bad = [t for t in r.times if not (math.isfinite(t) and lo <= t <= hi)]

@@ -21,7 +21,6 @@ import math
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from ..dsl.errors import ConfigError, DataFileError, HlotuneError
@@ -456,11 +455,5 @@ def _trial_row(r) -> Trial:
                  r["finished"], r["id"])
 
 
-def iter_jsonl(path) -> Iterator[dict]:
-    with open(path) as f:
-        for line in f:
-            if line.strip():
-                yield json.loads(line)
 
-
-__all__ = ["FAILURES", "SCHEMA_VERSION", "Database", "Trial", "config_key", "iter_jsonl"]
+__all__ = ["FAILURES", "SCHEMA_VERSION", "Database", "Trial", "config_key"]

@@ -18,6 +18,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
+from enum import Enum
 
 from ..dsl import dtypes as dt
 from ..dsl.errors import ConfigError, DataFileError, DSLError, HlotuneError
@@ -30,9 +31,22 @@ SCHEMA_VERSION = 3
 LOG_SCHEMAS = (2, 3)
 #: workload keys of format 1 (schema <= 2) are stored behind this prefix
 LEGACY_PREFIX = "v1:"
-FAILURES = ("invalid", "compile_error", "runtime_error", "wrong_answer", "timeout")
-#: plausible seconds per kernel call: below a nanosecond nothing was measured, above
-#: 10^4 s (about 3 hours) no candidate survives a tuning timeout
+
+
+class Failure(str, Enum):
+    """Why a candidate has no time (a str: records, logs and the database hold the value)."""
+
+    INVALID = "invalid"              # the config breaks a template rule: never compiled
+    COMPILE_ERROR = "compile_error"
+    RUNTIME_ERROR = "runtime_error"  # an exception or a crashed worker
+    WRONG_ANSWER = "wrong_answer"
+    TIMEOUT = "timeout"
+
+
+FAILURES = tuple(f.value for f in Failure)
+#: plausible seconds per kernel call (the one bound: the worker, the Dask check and log imports):
+#: below a nanosecond nothing was measured (an empty kernel is clamped to it), above 10^4 s
+#: (about 3 hours) no candidate survives a tuning timeout
 MIN_TIME, MAX_TIME = 1e-9, 1e4
 #: SQLite stores integers in 64 bits
 INT64 = (-(2**63), 2**63 - 1)
@@ -369,6 +383,7 @@ def validate_record(rec: dict) -> None:
 
 __all__ = [
     "FAILURES",
+    "Failure",
     "Trial",
     "LEGACY_PREFIX",
     "LOG_SCHEMAS",

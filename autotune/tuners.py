@@ -18,6 +18,7 @@ from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 
 from ..dsl.errors import ConfigError, MissingDependencyError
 from ..schedules.templates.base import Space
+from .database import config_key
 
 TUNERS: dict[str, Callable[..., Tuner]] = {}
 
@@ -37,12 +38,10 @@ def get_tuner(name: str, space: Space, seed: int = 0, allowed=None, **options) -
         raise ConfigError(f"unknown tuner '{name}'; expected one of {sorted(TUNERS)}", "tuner")
     t = TUNERS[name](space, seed=seed, **options)
     if allowed is not None:
-        t.allowed = {_ck(c): c for c in allowed}
+        t.allowed = {config_key(c): c for c in allowed}
     return t
 
 
-def _ck(config: dict) -> str:
-    return json.dumps(config, sort_keys=True)
 
 
 class Tuner:
@@ -62,22 +61,6 @@ class Tuner:
     def exhausted(self) -> bool:
         return len(self.tried) >= (self.space.size if self.allowed is None else len(self.allowed))
 
-    def _project(self, c: dict, taken: list) -> dict | None:
-        """``c`` itself when allowed and untried, else the nearest allowed untried config
-        (L1 distance over knob value positions)."""
-        if self.allowed is None:
-            return c
-        if _ck(c) in self.allowed and _ck(c) not in self.tried and c not in taken:
-            return c
-        pos = [k.values.index(c[k.name]) for k in self.space.knobs]
-        best, best_d = None, math.inf
-        for key, a in self.allowed.items():
-            if key in self.tried or a in taken:
-                continue
-            d = sum(abs(k.values.index(a[k.name]) - p) for k, p in zip(self.space.knobs, pos))
-            if d < best_d:
-                best, best_d = a, d
-        return best
 
     def ask(self, n: int) -> list[dict]:
         raise NotImplementedError
@@ -85,7 +68,7 @@ class Tuner:
     def tell(self, configs: list[dict], costs: list[float | None]) -> None:
         """``costs[i]`` is log(median seconds), or None for a failed config."""
         for c, y in zip(configs, costs):
-            self.tried[_ck(c)] = y if y is not None else math.nan
+            self.tried[config_key(c)] = y if y is not None else math.nan
             if y is not None and y < self.best_cost:
                 self.best_cost, self.best_config = y, c
         self._tell(configs, costs)
@@ -114,7 +97,7 @@ class RandomTuner(Tuner):
         while len(out) < n and not self.exhausted and guard < 100 * n + 1000:
             guard += 1
             c = {k.name: self.rng.choice(k.values) for k in self.space.knobs}
-            if _ck(c) not in self.tried and c not in out:
+            if config_key(c) not in self.tried and c not in out:
                 out.append(c)
         return out
 
@@ -130,7 +113,7 @@ class GridTuner(Tuner):
     def ask(self, n):
         out = []
         for c in self.it:
-            if _ck(c) not in self.tried and (self.allowed is None or _ck(c) in self.allowed):
+            if config_key(c) not in self.tried and (self.allowed is None or config_key(c) in self.allowed):
                 out.append(c)
             if len(out) >= n:
                 break
@@ -217,24 +200,24 @@ class BayesTuner(Tuner):
         return np.hstack(parts)
 
     def _candidates(self, taken: list[dict]) -> list[dict]:
-        skip = {_ck(c) for c in taken}
+        skip = {config_key(c) for c in taken}
         if self.allowed is not None:
             return [c for key, c in self.allowed.items() if key not in self.tried and key not in skip]
         if self.space.size <= self.MAX_ENUMERATE:
             if self._all is None:
                 self._all = list(self.space.all_configs())
-            return [c for c in self._all if _ck(c) not in self.tried and _ck(c) not in skip]
+            return [c for c in self._all if config_key(c) not in self.tried and config_key(c) not in skip]
         out = {}
         for _ in range(self.N_SAMPLE):
             c = {k.name: self.rng.choice(k.values) for k in self.space.knobs}
-            out[_ck(c)] = c
+            out[config_key(c)] = c
         best = sorted((y, key) for key, y in self.tried.items() if not math.isnan(y))[:4]
         for _, key in best:
             base = json.loads(key)
             for k in self.knobs:
                 for v in k.values:
                     c = {**base, k.name: v}
-                    out[_ck(c)] = c
+                    out[config_key(c)] = c
         return [c for key, c in out.items() if key not in self.tried and key not in skip]
 
     # ------------------------------------------------------------------ model

@@ -25,6 +25,7 @@ import time
 import traceback
 
 import numpy as np
+from hlotune.autotune.records import MIN_TIME
 
 
 def _load(path: str, cache: dict) -> np.ndarray:
@@ -99,7 +100,7 @@ def handle(req: dict, cache: dict) -> dict:
     if req.get("cutoff_s") and first > req["cutoff_s"]:     # slow already: this call ranks it
         return {"ok": True, "times": [first], "number": 1, "screened": True}
     r = runner.time(req["repeat"], req["min_repeat_ms"], req.get("number"), _warmup_ms(cache))
-    return {"ok": True, "times": [max(t, 1e-12) for t in r.times], "number": r.number}
+    return {"ok": True, "times": [max(t, MIN_TIME) for t in r.times], "number": r.number}
 
 
 def main() -> None:

@@ -425,12 +425,6 @@ class Graph:
             if isinstance(o, ComputeOp) or id(o) not in self.names:
                 self.names[id(o)] = fresh(o.name)
 
-    def is_input(self, t: Tensor) -> int | None:
-        """Position of ``t`` among the inputs, or None."""
-        for k, x in enumerate(self.inputs):
-            if x.op is t.op and x.value_index == t.value_index:
-                return k
-        return None
 
     @property
     def compute_ops(self) -> tuple[ComputeOp, ...]:

@@ -430,34 +430,4 @@ class CStyleRenderer:
         return ""
 
 
-def used_ops(fn: LoweredFunc) -> set[Op]:
-    """Every op appearing in ``fn`` (for backends that check capabilities)."""
-    from ...dsl.expr import walk
-    ops: set[Op] = set()
-
-    def visit(s):
-        if isinstance(s, Seq):
-            for x in s.stmts:
-                visit(x)
-            return
-        exprs = []
-        if isinstance(s, Store):
-            exprs = [s.value, *s.indices]
-        elif isinstance(s, For):
-            exprs = [s.extent]
-            visit(s.body)
-        elif isinstance(s, If):
-            exprs = [s.cond]
-            visit(s.then)
-        elif isinstance(s, Let):
-            exprs = [s.value]
-            visit(s.body)
-        elif isinstance(s, Allocate):
-            visit(s.body)
-        ops.update(e.op for e in walk(exprs))
-
-    visit(fn.body)
-    return ops
-
-
-__all__ = ["USER_PREFIX", "CStyleRenderer", "used_ops"]
+__all__ = ["USER_PREFIX", "CStyleRenderer"]

@@ -168,8 +168,5 @@ def templates_for(hw=None) -> dict:
     return TEMPLATES
 
 
-def template_for(st: Stage, hw=None) -> Template:
-    return templates_for(hw)[classify(st)]
 
-
-__all__ = ["TEMPLATES", "classify", "classify_op", "template_for", "templates_for"]
+__all__ = ["TEMPLATES", "classify", "classify_op", "templates_for"]
