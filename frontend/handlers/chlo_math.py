@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ...dsl  import dtypes as dt
+from ...dsl import dtypes as dt
 from ...dsl.expr import Expr, binary, bitcast, cast, const, select, unary
 from ...dsl.ops import Op
 

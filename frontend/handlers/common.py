@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ...dsl  import dtypes as dt
+from ...dsl import dtypes as dt
 from ...dsl.dtypes import DType
 from ...dsl.errors import UnsupportedOpError
 from ...dsl.expr import Expr, as_expr, binary, cast, const, substitute

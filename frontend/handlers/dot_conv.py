@@ -7,7 +7,7 @@ is rounded once by a second compute, as XLA:CPU does.
 
 from __future__ import annotations
 
-from ...dsl  import dtypes as dt
+from ...dsl import dtypes as dt
 from ...dsl.dtypes import DType
 from ...dsl.expr import binary, cast, const, select
 from ...dsl.ops import Op

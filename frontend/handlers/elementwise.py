@@ -6,7 +6,7 @@ Operands of one elementwise op share the result's shape (rank-0 operands of ``se
 
 from __future__ import annotations
 
-from ...dsl  import dtypes as dt
+from ...dsl import dtypes as dt
 from ...dsl.expr import Expr, binary, bitcast, cast, const, select, substitute, unary
 from ...dsl.ops import GroupOp, Op
 from ...dsl.tensor import ComputeOp

@@ -6,7 +6,7 @@ https://openxla.org/xla/operation_semantics#batchnormtraining
 
 from __future__ import annotations
 
-from ...dsl  import dtypes as dt
+from ...dsl import dtypes as dt
 from ...dsl.expr import binary, cast, const, select, unary
 from ...dsl.ops import Op
 from ...dsl.tensor import compute, reduce_axis

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...dsl  import dtypes as dt
+from ...dsl import dtypes as dt
 from ...dsl.expr import binary, cast, const, select
 from ...dsl.ops import Op
 from ...dsl.tensor import compute, reduce_axis

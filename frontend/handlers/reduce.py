@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 
-from ...dsl  import dtypes as dt
+from ...dsl import dtypes as dt
 from ...dsl.expr import IterVar, binary, const, select
 from ...dsl.ops import Op
 from ...dsl.tensor import SCAN_STEP, comm_reducer, compute, limit_value, reduce_axis

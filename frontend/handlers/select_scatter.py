@@ -19,7 +19,7 @@ import itertools
 
 import numpy as np
 
-from ...dsl  import dtypes as dt
+from ...dsl import dtypes as dt
 from ...dsl.expr import IterVar, binary, const, select
 from ...dsl.ops import Op
 from ...dsl.tensor import comm_reducer, compute, reduce_axis

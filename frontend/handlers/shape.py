@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from ...dsl  import dtypes as dt
+from ...dsl import dtypes as dt
 from ...dsl.expr import binary, bitcast, cast, const, select
 from ...dsl.ops import Op
 from ...dsl.tensor import compute, extern

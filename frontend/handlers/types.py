@@ -7,7 +7,7 @@ operands, which follow XLA's formulas (dsl/complexmath.py).
 
 from __future__ import annotations
 
-from ...dsl  import dtypes as dt
+from ...dsl import dtypes as dt
 from ...dsl.dtypes import DType
 from ...dsl.expr import Expr, binary, bitcast, cast, const, select, unary
 from ...dsl.ops import Op
