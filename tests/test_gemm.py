@@ -115,7 +115,7 @@ def test_random_gemm_configs_on_random_convolutions_match(data, layout, hw, c_in
 
 
 def micro_kernels(source: str) -> int:
-    return source.count("hl_acc0 = ")
+    return source.count("hl_acc0 = hl_vld_")
 
 
 @pytest.mark.parametrize("shape", [(64, 64, 64), (37, 50, 29), (1, 100, 33), (97, 17, 5)])
@@ -366,3 +366,39 @@ def test_k_block_knob_domain_refuses_sizes_no_workload_has():
     for bad in (100, -32, True, 128.0, "128"):
         with pytest.raises(ConfigError, match="kc"):
             t.check_domain({"kc": bad})
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("shape", [(64, 64, 64), (37, 50, 29)])
+def test_16_bit_operands_run_in_the_register_micro_kernel(dtype, shape):
+    """A bf16 or f16 dot accumulating in f32 (as JAX's ``preferred_element_type``): its operands
+    are loaded as 16-bit vectors and widened to f32 in the micro-kernel (exact), so the register
+    tile runs as it does for f32 operands (before, the converts kept the tile out of registers)."""
+    m, n, k = shape
+    A = dsl.placeholder((m, k), dtype, name="A")
+    B = dsl.placeholder((k, n), dtype, name="B")
+    r = dsl.reduce_axis(k, name="r")
+    out = dsl.compute((m, n), lambda i, j: dsl.sum(dsl.cast(A[i, r], "float32") * dsl.cast(B[r, j], "float32"), axis=r),
+                      name="C")
+    f = hlotune.build(hlotune.schedules.fusion.default_schedule([out], hw=HOST))
+    if HOST.vector_bytes >= 16:
+        # bf16 with an even K on a machine with AVX512-BF16 takes K pairs instead (tests/test_bf16_pairs.py)
+        pairs = dtype == "bfloat16" and "avx512bf16" in HOST.isa and k % 2 == 0
+        assert micro_kernels(f.source) == 1
+        assert ("hl_vdot_bf16_f32x" if pairs else f"hl_vld_{dtype}_f32x") in f.source
+    ins = random_inputs([out], seed=3)
+    assert_close(f(*ins), evaluate([out], ins)[0], *MATMUL_F32)
+
+
+def test_epilogue_on_a_tail_block_of_rows_matches():
+    """A residual add on a 7x40 dot in 1x32 tiles, rows in blocks of 4 (the second block has 3)
+    and columns in blocks of 32 (the second has 8): gcc 12.2 at -O3 with -fwrapv got rows 4-6
+    wrong until induction-variable optimization was turned off (runtime/cpu.py)."""
+    from hlotune.autotune.task import extract_tasks
+    E, _ = dot_epilogue(7, 40, 3, "residual")
+    (task,) = [t for t in extract_tasks([E], None, get_target("cpu")) if t.root_op is E.op]
+    cfg = {"mr": 1, "nr": 32, "mb": 2, "nb": 2, "order": "nm", "pack_a": 0, "pack_b": 0, "unroll_k": 1,
+           "parallel": 1, "kc": 0}
+    f = hlotune.build(task.schedule({k.name: cfg.get(k.name, k.values[0]) for k in task.space.knobs}))
+    ins = random_inputs([E], seed=3)
+    assert_close(as_tuple(f(*ins))[0], evaluate([E], ins)[0], *MATMUL_F32)

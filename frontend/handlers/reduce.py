@@ -183,7 +183,9 @@ def _log_step_scan(instr, x, red: _Reduction, axis: int, reverse: bool):
     while d < n:
         def step(*i, cur=cur, d=d):
             j = list(i)
-            j[axis] = i[axis] + d if reverse else i[axis] - d
+            # clamped into the axis (the select discards it there): every load stays in bounds,
+            # also where the reference evaluates both sides of the select
+            j[axis] = binary(Op.MIN, i[axis] + d, n - 1) if reverse else binary(Op.MAX, i[axis] - d, 0)
             has = binary(Op.LT, i[axis], n - d) if reverse else binary(Op.GE, i[axis], d)
             other = select(has, load(cur, j), const(red.identity, cur.dtype))
             return binary(op, load(cur, i), other)

@@ -13,7 +13,7 @@ from ...schedules.hardware import GENERIC, Hardware
 from ...schedules.loops import Allocate, Buffer, For, If, Let, LoopKind, LoweredFunc, Seq, walk_stmts
 from .cstyle import CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, multiplies_16bit, rounding_helpers
-from .microkernel import MicroKernelPrinter, match, vector_helpers
+from .microkernel import MicroKernelPrinter, match
 from .typehelpers import type_helpers
 from .vmath import VMATH_C
 
@@ -99,8 +99,8 @@ class CRenderer(CStyleRenderer):
             mk = match(s, self.flat_index, hw.vector_bytes, hw.vector_regs)
             if mk is not None:
                 p = MicroKernelPrinter(self, mk)
-                for n, vt in p.types.items():
-                    self.vector_types.setdefault(vt, vector_helpers(p.d, n))
+                for key, text in p.helpers():
+                    self.vector_types.setdefault(key, text)
                 return p.lines(depth)
         return super().stmt(s, depth)
 

@@ -13,6 +13,10 @@ lanes) or independently of ``v`` (a scalar broadcast), through ``+ - * /`` and n
 tile's ``prod(t extents) * V / lanes`` accumulators are loaded into vector registers before the
 reduction loops, updated by one vector multiply-add per chunk and row in each iteration, and
 stored after them. The order of every element's accumulation is unchanged.
+
+*K groups* (the gemm template's ``kgroup``): when the innermost reduction loop has as many
+iterations as an instruction takes K steps (bf16 pairs into f32, int8 quads into int32), the tile
+takes each group in one instruction per chunk and row (runtime/codegen/kgroup_c.py).
 """
 
 from __future__ import annotations
@@ -25,9 +29,13 @@ from ...dsl import dtypes as dt
 from ...dsl.expr import Expr, IterVar, substitute, walk
 from ...dsl.ops import Op
 from ...schedules.bounds import ident_key, linear
+from ...schedules.kgroups import GroupKind
 from ...schedules.loops import For, LoopKind, Store
+from .kgroup_c import X86_INTRINSICS, group_helpers, group_operands, match_group, word_helpers
 
 _ARITH = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.DIV: "/"}
+#: 16-bit float operands the micro-kernel loads as vectors and widens to f32 (exactly)
+NARROW = (dt.bfloat16, dt.float16)
 _SCALAR = (LoopKind.SERIAL, LoopKind.UNROLL)    # loops a micro-kernel runs one iteration at a time
 
 
@@ -42,6 +50,13 @@ class MicroKernel:
     store: Store
     term: Expr
     chunks: tuple[tuple[int, int], ...]     # (first lane, lanes) covering the vector loop
+    group: For | None = None    # the K loop the tile takes a whole of per instruction (K groups)
+    kind: GroupKind | None = None
+
+    @property
+    def compensations(self) -> int:
+        """Registers of ``128 * sum(b)`` per column chunk (kgroup_c.py), for kinds that need them."""
+        return len(self.chunks) if self.kind is not None and self.kind.compensate else 0
 
     @property
     def accumulators(self) -> int:
@@ -100,7 +115,7 @@ def match(loop: For, flat_index, vector_bytes: int, vector_regs: int) -> MicroKe
         return None
     buf = s.buffer
     d = buf.dtype
-    if d not in (dt.float32, dt.float64) or s.value.op is not Op.ADD:
+    if d not in (dt.float32, dt.float64, dt.int32) or s.value.op is not Op.ADD:
         return None
     a, b = s.value.src
     same = [x for x in (a, b) if x.op is Op.LOAD and x.arg is buf
@@ -118,10 +133,17 @@ def match(loop: For, flat_index, vector_bytes: int, vector_regs: int) -> MicroKe
     if any(t.var not in idx_vars or t.kind not in _SCALAR or t.extent.op is not Op.CONST
            for t in tile) or vec.extent.op is not Op.CONST or vec.var not in idx_vars:
         return None
-    if lane_stride(flat_index(buf, s.indices), vec.var) != 1 or not _vector_term(term, vec.var, d, buf, flat_index):
+    if lane_stride(flat_index(buf, s.indices), vec.var) != 1:
         return None
-    mk = MicroKernel(tuple(red), tuple(tile), vec, s, term, chunks(vec.extent.arg, vector_bytes // d.itemsize))
-    return mk if mk.accumulators <= vector_regs - 3 else None
+    kind = match_group(term, vec.var, red[-1], d, flat_index, lane_stride)
+    group = red[-1] if kind is not None else None
+    if group is not None:
+        red = red[:-1]
+    elif d is dt.int32 or not _vector_term(term, vec.var, d, buf, flat_index):
+        return None
+    mk = MicroKernel(tuple(red), tuple(tile), vec, s, term, chunks(vec.extent.arg, vector_bytes // d.itemsize),
+                     group, kind)
+    return mk if mk.accumulators + mk.compensations <= vector_regs - 3 else None
 
 
 def lane_invariant(e: Expr, v: IterVar) -> bool:
@@ -139,6 +161,9 @@ def _vector_term(term: Expr, v: IterVar, d, acc, flat_index) -> bool:
         return False
     if term.op is Op.LOAD:
         return term.arg is not acc and lane_stride(flat_index(term.arg, term.src), v) == 1
+    if term.op is Op.CAST and d is dt.float32 and term.src[0].dtype in NARROW:
+        ld = term.src[0]     # a 16-bit float operand, converted to f32 as it is loaded
+        return ld.op is Op.LOAD and ld.arg is not acc and lane_stride(flat_index(ld.arg, ld.src), v) == 1
     if term.op is Op.NEG or term.op in _ARITH:
         return all(_vector_term(x, v, d, acc, flat_index) for x in term.src)
     if term.op in (Op.MAX, Op.MIN):     # NaN-propagating, as hl_max/hl_min
@@ -149,32 +174,70 @@ def _vector_term(term: Expr, v: IterVar, d, acc, flat_index) -> bool:
     return False
 
 
+_SFX = {"float32": ("f32", "float"), "float64": ("f64", "double"), "int32": ("i32", "int32_t")}
+
+
 def vector_type(d, lanes: int) -> str:
-    return f"hl_{'f32' if d is dt.float32 else 'f64'}x{lanes}"
+    return f"hl_{_SFX[d.name][0]}x{lanes}"
 
 
 def vector_helpers(d, lanes: int) -> str:
-    """The GNU C vector type of ``lanes`` elements of ``d`` and its unaligned load/store."""
-    t = "float" if d is dt.float32 else "double"
+    """The GNU C vector type of ``lanes`` elements of ``d`` and its unaligned load/store; for f32
+    also loads of 16-bit floats widened to f32."""
+    sfx, t = _SFX[d.name]
     vt = vector_type(d, lanes)
     n = lanes * d.itemsize
     if lanes == 1:
-        sfx = "f32" if d is dt.float32 else "f64"
-        return (f"typedef {t} {vt};\nHL_INLINE {vt} hl_vld_{vt[3:]}(const {t}* p) {{ return *p; }}\n"
-                f"HL_INLINE void hl_vst_{vt[3:]}({t}* p, {vt} x) {{ *p = x; }}\n"
-                f"#define hl_vmax_{vt[3:]} hl_max_{sfx}\n#define hl_vmin_{vt[3:]} hl_min_{sfx}\n")
-    it = "int32_t" if d is dt.float32 else "int64_t"
+        out = (f"typedef {t} {vt};\nHL_INLINE {vt} hl_vld_{vt[3:]}(const {t}* p) {{ return *p; }}\n"
+               f"HL_INLINE void hl_vst_{vt[3:]}({t}* p, {vt} x) {{ *p = x; }}\n")
+        if d is dt.int32:
+            return out
+        return (out + f"#define hl_vmax_{vt[3:]} hl_max_{sfx}\n#define hl_vmin_{vt[3:]} hl_min_{sfx}\n"
+                + (_scalar_narrow(vt) if d is dt.float32 else ""))
+    out = (f"typedef {t} {vt} __attribute__((vector_size({n})));\n"
+           f"typedef {t} {vt}u __attribute__((vector_size({n}), aligned({d.itemsize}), may_alias));\n"
+           f"HL_INLINE {vt} hl_vld_{vt[3:]}(const {t}* p) {{ return *(const {vt}u*)p; }}\n"
+           f"HL_INLINE void hl_vst_{vt[3:]}({t}* p, {vt} x) {{ *({vt}u*)p = x; }}\n")
+    if d is dt.int32:
+        return out
     mt = f"{vt}_mask"
-    return (f"typedef {t} {vt} __attribute__((vector_size({n})));\n"
-            f"typedef {t} {vt}u __attribute__((vector_size({n}), aligned({d.itemsize}), may_alias));\n"
-            f"typedef {it} {mt} __attribute__((vector_size({n})));\n"
-            f"HL_INLINE {vt} hl_vld_{vt[3:]}(const {t}* p) {{ return *(const {vt}u*)p; }}\n"
-            f"HL_INLINE void hl_vst_{vt[3:]}({t}* p, {vt} x) {{ *({vt}u*)p = x; }}\n"
+    out += (f"typedef {'int32_t' if d is dt.float32 else 'int64_t'} {mt} __attribute__((vector_size({n})));\n"
             # NaN-propagating max/min (as hl_max/hl_min): a where a > b or a is NaN, else b
             f"HL_INLINE {vt} hl_vblend_{vt[3:]}({mt} m, {vt} a, {vt} b) {{ "
             f"return ({vt})((m & ({mt})a) | (~m & ({mt})b)); }}\n"
             f"HL_INLINE {vt} hl_vmax_{vt[3:]}({vt} a, {vt} b) {{ return hl_vblend_{vt[3:]}((a > b) | (a != a), a, b); }}\n"
             f"HL_INLINE {vt} hl_vmin_{vt[3:]}({vt} a, {vt} b) {{ return hl_vblend_{vt[3:]}((a < b) | (a != a), a, b); }}\n")
+    if d is dt.float32:      # 16-bit floats loaded and widened exactly (bf16: its bits are f32's top half)
+        out += (f"typedef uint16_t {vt}_u16 __attribute__((vector_size({2 * lanes}), aligned(2), may_alias));\n"
+                f"typedef _Float16 {vt}_f16 __attribute__((vector_size({2 * lanes}), aligned(2), may_alias));\n"
+                f"HL_INLINE {vt} hl_vld_bfloat16_{vt[3:]}(const uint16_t* p) {{ "
+                f"return ({vt})(__builtin_convertvector(*(const {vt}_u16*)p, {mt}) << 16); }}\n"
+                + X86_INTRINSICS + _f16_load(vt, lanes))
+    return out
+
+
+def _scalar_narrow(vt: str) -> str:
+    """The 16-bit float loads of one-lane chunks ``vt`` (plain scalars)."""
+    return (f"HL_INLINE {vt} hl_vld_bfloat16_{vt[3:]}(const uint16_t* p) {{ "
+            f"uint32_t w = (uint32_t)*p << 16; float f; __builtin_memcpy(&f, &w, 4); return f; }}\n"
+            f"HL_INLINE {vt} hl_vld_float16_{vt[3:]}(const _Float16* p) {{ return (float)*p; }}\n")
+
+
+#: F16C's (AVX-512F's for 16 lanes) f16 -> f32 conversion per width: (macro, vector, load, convert)
+_CVTPH = {16: ("__AVX512F__", "__m256i", "_mm256_loadu_si256", "_mm512_cvtph_ps"),
+          8: ("__F16C__", "__m128i", "_mm_loadu_si128", "_mm256_cvtph_ps"),
+          4: ("__F16C__", "__m128i", "_mm_loadl_epi64", "_mm_cvtph_ps")}
+
+
+def _f16_load(vt: str, lanes: int) -> str:
+    """``hl_vld_float16_<vt>``: ``lanes`` f16 values widened to f32 (exact), by ``vcvtph2ps``
+    where the compiler targets it (gcc otherwise converts each lane in a library call)."""
+    out = f"HL_INLINE {vt} hl_vld_float16_{vt[3:]}(const _Float16* p) {{\n"
+    generic = f"  return __builtin_convertvector(*(const {vt}_f16*)p, {vt});\n"
+    if lanes not in _CVTPH:
+        return out + generic + "}\n"
+    mac, it, ld, cv = _CVTPH[lanes]
+    return (f"{out}#if defined({mac})\n  return ({vt}){cv}({ld}(({it} const*)p));\n#else\n{generic}#endif\n}}\n")
 
 
 class MicroKernelPrinter:
@@ -185,6 +248,14 @@ class MicroKernelPrinter:
         self.mk = mk
         self.d = mk.store.buffer.dtype
         self.types = {n: vector_type(self.d, n) for _, n in mk.chunks}
+
+    def helpers(self) -> list[tuple[str, str]]:
+        """``(key, C text)`` of the types and functions the rendered tile uses, in order."""
+        out = [(vt, vector_helpers(self.d, n)) for n, vt in self.types.items()]
+        if self.mk.kind is not None:
+            for n, vt in self.types.items():
+                out += [(f"hl_u32x{n}", word_helpers(n)), (f"{self.mk.kind.name}_{vt}", group_helpers(self.mk.kind, self.d, n))]
+        return out
 
     def _env(self, row, q) -> dict:
         env = {t.var: Expr(Op.CONST, dt.index, (), c) for t, c in zip(self.mk.tile, row)}
@@ -205,6 +276,9 @@ class MicroKernelPrinter:
         for name, (row, q, n) in zip(accs, cells):
             vt = self.types[n]
             out.append(f"{pad}  {vt} {name} = hl_vld_{vt[3:]}({self._addr(st.buffer, st.indices, self._env(row, q))});")
+        if mk.compensations:
+            out += [f"{pad}  {self.types[n]} hl_comp{q} = ({self.types[n]}){{0}};" if n > 1 else
+                    f"{pad}  {self.types[n]} hl_comp{q} = 0;" for q, n in mk.chunks]
         inner = depth + 1
         for f in mk.red:
             v = r.name(f.var, f.var.name)
@@ -215,15 +289,39 @@ class MicroKernelPrinter:
         temps: dict[str, str] = {}
         body: list[str] = []
         for name, (row, q, n) in zip(accs, cells):
-            body.append(f"{ipad}{name} += {self._vexpr(mk.term, self._env(row, q), n, temps, ipad, out)[0]};")
+            if mk.group is not None:
+                body.append(f"{ipad}{name} = {self._group_step(name, self._env(row, q), n, temps, ipad, out)};")
+            else:
+                body.append(f"{ipad}{name} += {self._vexpr(mk.term, self._env(row, q), n, temps, ipad, out)[0]};")
         out += body
         for _ in mk.red:
             inner -= 1
             out.append("  " * inner + "}")
         for name, (row, q, n) in zip(accs, cells):
-            out.append(f"{pad}  hl_vst_{self.types[n][3:]}({self._addr(st.buffer, st.indices, self._env(row, q))}, {name});")
+            value = f"{name} - hl_comp{q}" if mk.compensations else name
+            out.append(f"{pad}  hl_vst_{self.types[n][3:]}({self._addr(st.buffer, st.indices, self._env(row, q))}, {value});")
         out.append(pad + "}")
         return out
+
+    def _group_step(self, acc: str, env: dict, n: int, temps: dict, ipad: str, out: list) -> str:
+        """One K group into accumulator ``acc``: A's group as one 32-bit word, B's ``n`` groups
+        as ``n`` words (each loaded once per iteration, in ``out``; with a compensation, its
+        register is updated where B's vector is loaded)."""
+        mk = self.mk
+        env = {**env, mk.group.var: Expr(Op.CONST, dt.index, (), 0)}
+        a, b = group_operands(mk.term, mk.vec.var)
+        names = []
+        for ld, fn in ((a, "hl_vld_word"), (b, f"hl_vld_u32x{n}")):
+            addr = self._addr(ld.arg, ld.src, env)
+            if (addr, fn) not in temps:
+                temps[addr, fn] = f"hl_v{len(temps)}"
+                out.append(f"{ipad}const {'uint32_t' if fn == 'hl_vld_word' else f'hl_u32x{n}'} "
+                           f"{temps[addr, fn]} = {fn}({addr});")
+                if ld is b and mk.compensations:
+                    q = env[mk.vec.var].arg
+                    out.append(f"{ipad}hl_comp{q} = hl_vcomp_{mk.kind.name}_{self.types[n][3:]}(hl_comp{q}, {temps[addr, fn]});")
+            names.append(temps[addr, fn])
+        return f"hl_vdot_{mk.kind.name}_{self.types[n][3:]}({acc}, {names[0]}, {names[1]})"
 
     def _vexpr(self, e: Expr, env: dict, n: int, temps: dict, ipad: str, out: list) -> tuple[str, bool]:
         """(C text, is a vector) of ``e`` for one accumulator of ``n`` lanes; vector loads become
@@ -231,12 +329,14 @@ class MicroKernelPrinter:
         r = self.r
         if lane_invariant(e, self.mk.vec.var):
             return r.expr(substitute(e, env)), False
-        if e.op is Op.LOAD:
-            addr = self._addr(e.arg, e.src, env)
+        if e.op is Op.LOAD or (e.op is Op.CAST and e.src[0].dtype in NARROW):
+            ld = e if e.op is Op.LOAD else e.src[0]
+            addr = self._addr(ld.arg, ld.src, env)
             if (addr, n) not in temps:
                 vt = self.types[n]
                 temps[addr, n] = f"hl_v{len(temps)}"
-                out.append(f"{ipad}const {vt} {temps[addr, n]} = hl_vld_{vt[3:]}({addr});")
+                fn = f"hl_vld_{vt[3:]}" if ld.dtype is self.d else f"hl_vld_{ld.dtype.name}_{vt[3:]}"
+                out.append(f"{ipad}const {vt} {temps[addr, n]} = {fn}({addr});")
             return temps[addr, n], True
         if e.op is Op.SELECT:
             c = r.expr(substitute(e.src[0], env))

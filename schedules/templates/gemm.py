@@ -38,6 +38,8 @@ from ...dsl.ops import Op
 from ...dsl.tensor import Tensor
 from ..fusion_rules import epilogue_of
 from ..hardware import Hardware
+from ..kgroups import SIZES as GROUP_SIZES
+from ..kgroups import GroupKind, group_kind
 from ..schedule import Schedule, Stage, check
 from .base import Knob, Template, is_pow2
 
@@ -86,6 +88,43 @@ def operands(op) -> tuple[list, list]:
     return bs, as_
 
 
+def _k_dim(load, big) -> int | None:
+    """The dimension of ``load`` indexed by reduction axis ``big`` alone (None: none, or ``big``
+    appears in another index too)."""
+    dims = [k for k, i in enumerate(load.src) if big in _vars(i)]
+    return dims[0] if len(dims) == 1 and load.src[dims[0]].op is Op.VAR else None
+
+
+def k_groups(op, hw: Hardware) -> tuple[GroupKind, dict] | None:
+    """For a dot ``op`` whose products one instruction can take several K steps at a time (knob
+    ``kgroup``; schedules/kgroups.py): the kind, and the dimension of each operand tensor (by id)
+    that the longest reduction axis indexes; None where none can. That is a sum of products of
+    two operands converted to the sum's type (JAX's ``preferred_element_type``; a bf16 result
+    accumulates in f32), one read along ``x`` (A) and one along ``y`` (B) with plain indices, the
+    longest reduction, of a multiple of the group's extent, indexing one dimension of each, on a
+    machine whose ISA has the kind's instruction."""
+    if hw.vector_bytes < 16 or len(op.body) != 1:
+        return None
+    body = op.body[0]
+    if (body.op is not Op.REDUCE or body.arg.reducer.ufunc != "add" or body.arg.where is not None
+            or body.src[0].op is not Op.MUL):
+        return None
+    prod = body.src[0].src
+    if any(x.op is not Op.CAST or x.dtype is not body.dtype or x.src[0].op is not Op.LOAD for x in prod):
+        return None
+    bs, as_ = operands(op)
+    if len(bs) != 1 or len(as_) != 1 or not (bs[0][2] and as_[0][2]):
+        return None
+    loads = {id(x.src[0].arg): x.src[0] for x in prod}
+    a, b = loads.get(id(as_[0][0])), loads.get(id(bs[0][0]))
+    kind = group_kind(body.dtype, a.dtype, b.dtype) if a is not None and b is not None else None
+    big = max(op.reduce_axis, key=lambda v: v.extent)
+    if kind is None or kind.isa not in hw.isa or big.extent % kind.size:
+        return None
+    dims = {k: _k_dim(x, big) for k, x in loads.items()}
+    return None if None in dims.values() else (kind, dims)
+
+
 def streams_across(op) -> bool:
     """Whether dot ``op`` has no rows to reuse its B operands over (a matrix-vector product)
     while some B operand is not contiguous along the vectorized axis ``y``: the register tile
@@ -104,6 +143,19 @@ def panel(tensor: Tensor, dim: int, f: int) -> tuple[tuple, tuple]:
     n = len(tensor.shape) + 1
     rest = [k for k in range(n) if k not in (dim, dim + 1)]
     return ((dim, f),), (dim, *rest, dim + 1)
+
+
+def group_panel(tensor: Tensor, dim: int, f: int, kdim: int, g: int) -> tuple[tuple, tuple]:
+    """``(split, layout)`` for a panel as ``panel`` makes it, with dimension ``kdim`` (K) also
+    split in groups of ``g`` whose elements lie side by side, innermost: a B panel ``P[n // f,
+    k // g, n % f, k % g]``, so that one vector holds ``f`` lanes' groups (the layout of
+    ``vdpbf16ps``, ``g`` 2, and ``vpdpbusd``, ``g`` 4)."""
+    pos, n = [], 0
+    for d in range(len(tensor.shape)):
+        pos.append(n)
+        n += 2 if d in (dim, kdim) else 1
+    rest = [pos[d] for d in range(len(tensor.shape)) if d != dim]
+    return tuple(sorted(((dim, f), (kdim, g)))), (pos[dim], *rest, pos[dim] + 1, pos[kdim] + 1)
 
 
 def _blocks(n: int, nb: int) -> int:
@@ -179,9 +231,11 @@ class Gemm(Template):
                "mb": lambda v: v in NBLOCKS, "nb": lambda v: v in NBLOCKS,
                "order": lambda v: v in ("nm", "mn"), "pack_a": _flag, "pack_b": _flag,
                "unroll_k": is_pow2, "parallel": lambda v: v in (0, 1, 2),
-               "kc": lambda v: isinstance(v, int) and not isinstance(v, bool) and (v == 0 or v in K_BLOCKS)}
-    #: configs recorded before K blocks existed ran the whole reduction in each register tile
-    legacy: ClassVar[dict] = {"kc": 0}
+               "kc": lambda v: isinstance(v, int) and not isinstance(v, bool) and (v == 0 or v in K_BLOCKS),
+               "kgroup": lambda v: v in GROUP_SIZES and not isinstance(v, (bool, float))}
+    #: configs recorded before K blocks (K groups) existed ran the whole reduction in each register
+    #: tile (one K step at a time)
+    legacy: ClassVar[dict] = {"kc": 0, "kgroup": 1}
 
     # ------------------------------------------------------------------ space
     def knobs(self, st: Stage, hw: Hardware) -> list[Knob]:
@@ -195,6 +249,7 @@ class Gemm(Template):
                            | {w for w in (4, 8) if w < lanes and w <= _round_up(ye, 4)} | ({ye} if ye < 4 else set())))
         k = max(v.extent for v in r)
         bs, as_ = operands(op)
+        groups = k_groups(op, hw)
         par = (0, 1, 2) if hw.threads > 1 else (0,)
         return [Knob("mr", tuple(v for v in MR_VALUES if v <= max(xe, 1))), Knob("nr", nrs),
                 Knob("mb", tuple(v for v in NBLOCKS if v <= max(1, xe // 2))),
@@ -204,7 +259,8 @@ class Gemm(Template):
                 Knob("pack_b", (0, 1) if bs and all(p for _, _, p in bs) else (0,)),
                 Knob("unroll_k", tuple(u for u in (1, 2, 4, 8) if k % u == 0)),
                 Knob("parallel", par),
-                Knob("kc", (0, *k_blocks(k)) if xe > 1 else (0,))]
+                Knob("kc", (0, *k_blocks(k)) if xe > 1 else (0,)),
+                Knob("kgroup", (1, groups[0].size) if groups else (1,))]
 
     def derived(self, st: Stage, hw: Hardware) -> GemmFeatures:
         op = tile_op(st)
@@ -259,6 +315,8 @@ class Gemm(Template):
              "pack_a": max(space.knob("pack_a").values) if xe > mr else 0,
              "pack_b": max(space.knob("pack_b").values) if (xe > mr or ye % nr) else 0,
              "unroll_k": 1, "parallel": 1 if hw.threads > 1 else 0}
+        # the group kernel (its instruction does 2-4x the work of an FMA) needs both packs
+        c["kgroup"] = max(space.knob("kgroup").values) if c["pack_a"] and c["pack_b"] else 1
         return {k: v if v in space.knob(k).values else space.knob(k).values[0] for k, v in c.items()}
 
     # ------------------------------------------------------------------ steps
@@ -315,21 +373,39 @@ class Gemm(Template):
             s.compute_at(cc, xr if x is not None else yr)
         # the register tile: reductions outermost (longest innermost), then the unrolled rows
         # (unit batch axes first), the vector columns last
+        group: list = []
+        groups = k_groups(op, hw) if c["kgroup"] > 1 else None
+        if c["kgroup"] > 1:
+            # K groups: the innermost reduction loop runs the K steps that the micro-kernel's
+            # instruction takes at once, read from panels packed in groups
+            g = c["kgroup"]
+            check(groups is not None and groups[0].size == g and c["pack_a"] and c["pack_b"],
+                  f"gemm: kgroup={g} needs pack_a=1 and pack_b=1 (and a dot whose operands it fits)")
+            check(big.extent // g % c["unroll_k"] == 0, f"gemm: kgroup={g} with unroll_k={c['unroll_k']} "
+                  f"needs the {big.extent // g} K groups to divide by it")
+            big, kp = s.split(big, g)
+            ks[-1] = big
+            s.unroll(kp)
+            group = [kp]
         if c["unroll_k"] > 1:
             ko, ki = s.split(big, c["unroll_k"])
             ks = ks[:-1] + [ko, ki]
             s.unroll(ki)
-        s.reorder(*outer, *ks, *td)
+        s.reorder(*outer, *ks, *group, *td)
         if len(td) >= 2 and td[-2].extent > 1:
             s.unroll(td[-2])
         s.vectorize(td[-1])
         tensors = {id(t) for t, _, _ in bs}
         if c["pack_b"]:
             for t, dim, _ in bs:
-                split, layout = panel(t, dim, yi.extent)
+                split, layout = (panel(t, dim, yi.extent) if groups is None
+                                 else group_panel(t, dim, yi.extent, groups[1][id(t)], c["kgroup"]))
                 p = s.cache_read(t, "shared", [tile.name], layout, split)
                 s.compute_at(p, yc)
                 ax = list(s.stage(p).op.axis)
+                if groups is not None:      # each group's source rows read together, in order
+                    s.unroll(ax[-1])
+                    continue
                 if dim == len(t.shape) - 1 and len(ax) > 2:
                     # read each source row once across all panels (sequential, as the prefetcher
                     # wants) rather than a panel's few lines per row with a row's stride
@@ -339,7 +415,8 @@ class Gemm(Template):
             for t, dim, _ in as_:
                 if id(t) in tensors:
                     continue
-                split, layout = panel(t, dim, xi.extent)
+                split, layout = (panel(t, dim, xi.extent) if groups is None
+                                 else group_panel(t, dim, xi.extent, groups[1][id(t)], c["kgroup"]))
                 p = s.cache_read(t, "shared", [tile.name], layout, split)
                 s.compute_at(p, xc)
         s.vectorize(yi)
@@ -366,4 +443,14 @@ def _round_up(n: int, m: int) -> int:
     return -(-n // m) * m
 
 
-__all__ = ["streams_across", "Gemm", "GemmFeatures", "GemmConv", "operands", "panel", "tile_op"]
+__all__ = [
+    "Gemm",
+    "GemmConv",
+    "GemmFeatures",
+    "group_panel",
+    "k_groups",
+    "operands",
+    "panel",
+    "streams_across",
+    "tile_op",
+]
