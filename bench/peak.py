@@ -1,6 +1,7 @@
 """The machine's peak rates, measured with small loops of one instruction (what the speed targets
 are relative to): fp32 FMAs, and bf16 pair dot products (``vdpbf16ps``, AVX512-BF16) where the
-compiler targets them. Run: ``python -m bench.peak``. Each thread runs ``ACC`` independent vector FMA chains
+compiler targets them, and int8 quad dot products (``vpdpbusd``, AVX512-VNNI). Run:
+``python -m bench.peak``. Each thread runs ``ACC`` independent vector FMA chains
 (enough to hide the FMA latency on current x86 cores) of the widest vector the compiler targets
 with ``-march=native``; 2 FLOPs per lane per FMA. The loop has no barrier inside it: strict IEEE
 arithmetic (no -ffast-math) already keeps gcc from folding it, and an empty ``asm`` that pins a
@@ -72,8 +73,39 @@ float fma_loop(long iters, int threads) {
     return total;
 }
 """
-#: FLOPs of one instruction per f32 lane of its result
-_KINDS = {"fp32": (_SRC, 2), "bf16": (_BF16_SRC, 4)}
+#: vpdpbusd chains (each int32 lane adds four u8 x s8 products: 8 integer ops per lane)
+_VNNI_SRC = r"""
+#include <omp.h>
+#include <immintrin.h>
+#if !defined(__AVX512VNNI__) || (VBYTES < 64 && !defined(__AVX512VL__))
+#error no AVX512-VNNI at this width
+#endif
+#if VBYTES == 64
+typedef __m512i vi;
+#define DP _mm512_dpbusd_epi32
+#define SET1 _mm512_set1_epi32
+#else
+typedef __m256i vi;
+#define DP _mm256_dpbusd_epi32
+#define SET1 _mm256_set1_epi32
+#endif
+float fma_loop(long iters, int threads) {
+    float total = 0.0f;
+    #pragma omp parallel num_threads(threads) reduction(+:total)
+    {
+        vi acc[ACC]; vi a = SET1(0x01020304), b = SET1(0x01FF01FF);
+        for (int j = 0; j < ACC; ++j) acc[j] = SET1(j);
+        for (long i = 0; i < iters; ++i) {
+            #pragma GCC unroll 16
+            for (int j = 0; j < ACC; ++j) acc[j] = DP(acc[j], a, b);
+        }
+        for (int j = 0; j < ACC; ++j) for (int l = 0; l < VBYTES / 8; ++l) total += (float)acc[j][l];  /* 64-bit parts */
+    }
+    return total;
+}
+"""
+#: FLOPs (integer ops for int8) of one instruction per 32-bit lane of its result
+_KINDS = {"fp32": (_SRC, 2), "bf16": (_BF16_SRC, 4), "int8": (_VNNI_SRC, 8)}
 
 
 def fma_peak(threads: int | None = None, repeats: int = 5) -> dict:
@@ -82,7 +114,8 @@ def fma_peak(threads: int | None = None, repeats: int = 5) -> dict:
 
 
 def peak(kind: str = "fp32", threads: int | None = None, repeats: int = 5) -> dict | None:
-    """Best of ``repeats`` timings of ``kind``'s loop ('fp32': FMAs, 'bf16': vdpbf16ps):
+    """Best of ``repeats`` timings of ``kind``'s loop ('fp32': FMAs, 'bf16': vdpbf16ps, 'int8':
+    vpdpbusd; its 'gflops' are then integer GOP/s):
     {'kind', 'gflops', 'threads', 'vector_bytes'}; None where the compiler does not target it."""
     src_text, per_lane = _KINDS[kind]
     cc = os.environ.get("CC", "gcc")

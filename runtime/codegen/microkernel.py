@@ -143,7 +143,9 @@ def match(loop: For, flat_index, vector_bytes: int, vector_regs: int) -> MicroKe
         return None
     mk = MicroKernel(tuple(red), tuple(tile), vec, s, term, chunks(vec.extent.arg, vector_bytes // d.itemsize),
                      group, kind)
-    return mk if mk.accumulators + mk.compensations <= vector_regs - 3 else None
+    # B's vectors, a broadcast and (compensated) the +128 constant stay in registers beside the tile
+    spare = len(mk.chunks) + 2 if mk.compensations else 3
+    return mk if mk.accumulators + mk.compensations <= vector_regs - spare else None
 
 
 def lane_invariant(e: Expr, v: IterVar) -> bool:

@@ -295,7 +295,10 @@ class Gemm(Template):
             fits = [v for v in space.knob("nr").values if ye % v == 0 and 2 * v >= nr and v <= nr]
             nr = max(fits) if fits else nr
         nv = -(-nr // lanes)
-        mr = pick("mr", max(1, (hw.vector_regs - 1 - nv) // nv))
+        groups = k_groups(op, hw)
+        # a compensated group kernel also holds a column sum per vector and a constant
+        spare = 2 * nv + 2 if groups is not None and groups[0].compensate else nv + 1
+        mr = pick("mr", max(1, (hw.vector_regs - spare) // nv))
         if space.knob("pack_a").values == (0,):
             # A cannot be padded by packing (a convolution's window): rows that divide the output
             # leave no tail tile, whose guards would keep the tile out of registers (likewise B)
@@ -326,6 +329,10 @@ class Gemm(Template):
         lanes = hw.lanes(op.body[0].dtype.itemsize)
         nv = -(-c["nr"] // lanes)
         budget = _accumulator_budget(hw.vector_regs)
+        groups = k_groups(op, hw) if c["kgroup"] > 1 else None
+        if groups is not None and groups[0].compensate:
+            # s8 x s8 on vpdpbusd: a column sum per vector, the +128 constant and B's vectors too
+            budget = hw.vector_regs - 2 * nv - 2
         check(c["mr"] * nv <= budget or c["mr"] * c["nr"] <= 64,
               f"gemm: a {c['mr']}x{c['nr']} register tile needs {c['mr'] * nv} of the machine's "
               f"{hw.vector_regs} vector registers (at most {budget} leave room for operands)")
@@ -374,7 +381,6 @@ class Gemm(Template):
         # the register tile: reductions outermost (longest innermost), then the unrolled rows
         # (unit batch axes first), the vector columns last
         group: list = []
-        groups = k_groups(op, hw) if c["kgroup"] > 1 else None
         if c["kgroup"] > 1:
             # K groups: the innermost reduction loop runs the K steps that the micro-kernel's
             # instruction takes at once, read from panels packed in groups
