@@ -115,7 +115,9 @@ def supported_ops_markdown() -> str:
              "subnormal input counts as zero there (log(1e-40) is -inf, floor(-1e-40) is -0) and a subnormal",
              "result becomes zero; hlotune keeps IEEE gradual underflow. Everywhere else the elementwise",
              "functions give XLA's special values (signed zeros, infinities, NaN, saturation) and finite",
-             "results within a few ulps of XLA's (`tests/test_math_edges.py`).", "",
+             "results within a few ulps of XLA's (`tests/test_math_edges.py`). Dots in bf16 pairs on",
+             "AVX512-BF16 (`vdpbf16ps`, the gemm template's `kgroup`) flush subnormal inputs and results",
+             "to zero, as XLA does.", "",
              "| opcode | semantics and attributes |", "|---|---|"]
     for op in sorted(HANDLERS):
         doc = (HANDLERS[op].__doc__ or "").strip().split("\n\n")[0]
