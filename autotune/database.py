@@ -356,6 +356,15 @@ class Database:
             params.append(target)
         return self._trials(" AND ".join(conds), params)
 
+    def family_medians(self, family: str, kind: str) -> list[tuple[str, str, dict, float]]:
+        """(workload key, target key, config, median seconds) of every successful trial of a
+        kernel family on targets of one kind, in the order they finished (a cost model's data)."""
+        sql = ("SELECT w.key AS wkey, g.key AS gkey, t.config, t.median FROM trials t JOIN workloads w ON "
+               "t.workload_id=w.id JOIN targets g ON t.target_id=g.id WHERE w.family=? AND g.kind=? AND "
+               "t.failure IS NULL AND t.median > 0 ORDER BY t.id")
+        return [(r["wkey"], r["gkey"], json.loads(r["config"]), r["median"])
+                for r in self.conn.execute(sql, (family, kind))]
+
     def top_k(self, workload: str, target: str, k: int = 5) -> list[Trial]:
         """The ``k`` fastest successful trials of a task (one per distinct config)."""
         rows = self._trials("w.key=? AND g.key=? AND t.failure IS NULL", (workload, target), "t.median ASC")

@@ -7,6 +7,13 @@ target, budget, tuner, seed): running the same command again resumes it; configs
 the database (from any run) are told to the tuner, not measured again. A config that breaks
 its template's rules (``invalid``, found before anything compiles) is recorded and told to the
 tuner but costs no budget, as Kernel Tuner's restrictions: ``trials`` counts measured candidates.
+
+With a time budget (``budget`` seconds of wall time for the whole run) the batches go where
+they pay instead: after the defaults, autotune/scheduler.py picks the task whose program-time
+gradient per second of tuning is steepest, batch by batch, until the budget's search share is
+spent; fusion plans get ``plan_share`` of it and the winners' confirmation ``CONFIRM_SHARE``.
+The bayes tuner's prior is a cost model trained across the whole database
+(autotune/costmodel.py), refitted as the family's trials grow.
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ from .database import Database, Trial, config_key
 from .lock import run_lock
 from .measure import Measurer, MeasureResult
 from .plans import search_plans, segment_plans
+from .costmodel import Prior, for_task, training_rows
 from .report import kernel_name
+from .scheduler import TaskScheduler
 from .task import Task, extract_tasks
 from .tuners import get_tuner
 from .winners import ROUNDS, confirm_task
@@ -47,6 +56,8 @@ class TaskResult:
     #: wall seconds this run spent on the task: build (schedule, lower, render, compile; builds of
     #: a batch overlap), measure (in the worker), tuner (ask/tell), confirm (re-timing finalists)
     seconds: dict = field(default_factory=lambda: dict.fromkeys(("build", "measure", "tuner", "confirm"), 0.0))
+    #: wall seconds of this run spent on the task, all steps together (its share of a budget)
+    wall: float = 0.0
 
 
 def register_task(db: Database, task: Task) -> None:
@@ -92,7 +103,13 @@ def _shape_vec(shapes: dict) -> list[int]:
     return v
 
 
-def run_id(module_key: str, target: Target, trials: int, tuner: str, seed: int) -> str:
+#: share of a time budget kept for confirming the winners
+CONFIRM_SHARE = 0.1
+#: a family's cost model is refitted when its training rows have grown by this factor
+REFIT_GROWTH = 1.25
+
+
+def run_id(module_key: str, target: Target, trials, tuner: str, seed: int) -> str:
     return hashlib.sha256(json.dumps([module_key, target.key, trials, tuner, seed]).encode()).hexdigest()[:16]
 
 
@@ -119,11 +136,16 @@ class TuneOptions:
     confirm_rounds: int = ROUNDS
     #: at most this share of the trials goes to measured fusion plans (autotune/plans.py)
     plan_share: float = 0.25
+    #: wall seconds for the whole run (None: ``trials`` alone bounds it); see the module docstring
+    budget: float | None = None
+    #: the bayes tuner starts from a cost model trained across the database (autotune/costmodel.py)
+    cost_model: bool = True
 
 
-def tune_graph(outputs, inputs, target: Target, trials: int, db: Database, tuner: str = "bayes", seed: int = 0,
-               **options) -> list[TaskResult]:
-    """Tune every task of the graph computing ``outputs`` with ``trials`` measurements (options:
+def tune_graph(outputs, inputs, target: Target, trials: int | None, db: Database, tuner: str = "bayes",
+               seed: int = 0, **options) -> list[TaskResult]:
+    """Tune every task of the graph computing ``outputs`` with ``trials`` measurements, or
+    within ``budget=`` seconds (then ``trials`` may be None: no cap) (options:
     ``TuneOptions``'s fields); returns one TaskResult per task. ``dask`` (a scheduler address or
     ``distributed.Client``) measures on that cluster's workers, a round of ``max(batch,
     workers)`` candidates at a time; ``security`` (a Dask ``Security`` or a spec of one) secures
@@ -133,8 +155,11 @@ def tune_graph(outputs, inputs, target: Target, trials: int, db: Database, tuner
     opts = TuneOptions(tuner=tuner, seed=seed, **options)
     if opts.security is not None and opts.dask is None:
         raise ClusterError("Dask security options were given without a Dask scheduler (dask=/--dask)")
+    if trials is None and opts.budget is None:
+        raise ConfigError("give trials, a time budget, or both", "trials")
     tasks = extract_tasks(outputs, inputs, target)
-    rid = run_id(opts.module_key or "|".join(sorted(t.key for t in tasks)), target, trials, tuner, seed)
+    size = trials if opts.budget is None else [trials, f"{opts.budget:g}s"]
+    rid = run_id(opts.module_key or "|".join(sorted(t.key for t in tasks)), target, size, tuner, seed)
     with run_lock(db.path, rid):
         run = _Run(tasks, rid, target, trials, db, opts)
         run.plans = [p for p in segment_plans(outputs, inputs, target) if p.choices]
@@ -146,8 +171,12 @@ class _Run:
     records and the progress bar."""
 
     def __init__(self, tasks, rid, target, trials, db, opts: TuneOptions):
-        self.tasks, self.rid, self.target, self.trials, self.db, self.opts = tasks, rid, target, trials, db, opts
+        self.tasks, self.rid, self.target, self.db, self.opts = tasks, rid, target, db, opts
+        self.trials = trials if trials is not None else 1 << 62      # a budget alone: no cap
+        self.start = time.perf_counter()
         self.results = {t.key: TaskResult(t) for t in tasks}
+        self.tuners: dict[str, list] = {}        # task key -> [tuner, warm-start queue]
+        self.models: dict[str, tuple] = {}       # family -> (cost model, its training rows)
         self.measurers: dict[str, Measurer] = {}
         self.client = None
         self.batch = opts.batch
@@ -182,7 +211,8 @@ class _Run:
             from .cluster import connect
             self.client = connect(o.dask, o.security)
             self.batch = max(self.batch, len(self.client.scheduler_info().get("workers", {})))
-        self.bar = tqdm(total=self.trials, desc="tuning", disable=not o.progress, unit="trial")
+        timed = o.budget is not None
+        self.bar = tqdm(total=None if timed else self.trials, desc="tuning", disable=not o.progress, unit="trial")
         try:
             used = self._defaults()
             want = sum(len(p.choices) + 1 for p in self.plans)
@@ -190,14 +220,22 @@ class _Run:
                             if x.run == self.rid and x.failure != "invalid")   # an earlier run of this one
             plan_budget = max(min(want, int(o.plan_share * self.trials)) - plan_done, 0) if self.plans else 0
             plan_budget = min(plan_budget, max(self.trials - used, 0))
-            self._search(max(self.trials - used - plan_budget, 0))
+            if timed:
+                rest = 1.0 - (o.plan_share if self.plans else 0.0) - (CONFIRM_SHARE if o.confirm_rounds else 0.0)
+                used += self._search_timed(self.start + o.budget * rest, self.trials - used - plan_budget)
+                plan_budget = min(plan_budget, max(self.trials - used, 0),
+                                  self._fits(self.start + o.budget * (1 - CONFIRM_SHARE * bool(o.confirm_rounds))))
+            else:
+                self._search(max(self.trials - used - plan_budget, 0))
             # 3. fusion plans, measured end to end with the kernels' best configs
             for k, p in enumerate(self.plans):
                 self.results[p.key] = TaskResult(p)
                 share = plan_budget // (len(self.plans) - k)
                 if share > 0:
+                    t0 = time.perf_counter()
                     plan_budget -= search_plans(self, p, share)
-            if plan_budget > 0:     # what the plans left goes back to the kernels
+                    self.results[p.key].wall += time.perf_counter() - t0
+            if plan_budget > 0 and not timed:     # what the plans left goes back to the kernels
                 self._search(plan_budget)
             # 4. noise-aware winners: each task's finalists and default re-timed, interleaved
             for task in [*tasks, *self.plans] if o.confirm_rounds else ():
@@ -205,6 +243,7 @@ class _Run:
                     t0 = time.perf_counter()
                     confirm_task(db, task, self.measurer(task), o.confirm_rounds)
                     self.results[task.key].seconds["confirm"] += time.perf_counter() - t0
+                    self.results[task.key].wall += time.perf_counter() - t0
         finally:
             self.bar.close()
             for m in self.measurers.values():
@@ -231,8 +270,10 @@ class _Run:
             if config_key({}) in prior:
                 d = prior[config_key({})]
             elif used < self.trials:
+                t0 = time.perf_counter()
                 d = self.measurer(task).measure([None])[0]
                 self.record(task, d)
+                self.results[task.key].wall += time.perf_counter() - t0
                 used += 1
                 self.bar.update(1)
             else:
@@ -255,30 +296,97 @@ class _Run:
             more = []
             for task in order:
                 share = shares.pop(task.key, 0) + spare
+                t0 = time.perf_counter()
                 spent = _tune_task(self, task, share)
+                self.results[task.key].wall += time.perf_counter() - t0
                 spare = share - spent
                 if spent == share and share:
                     more.append(task)
             order = more if spare else []
 
 
+    def _search_timed(self, deadline: float, cap: int) -> int:
+        """2'. batches by the task scheduler until ``deadline`` (perf_counter seconds) or ``cap``
+        measurements; a task leaves when its space runs out or its next trial would not fit in
+        the time left. Returns the measurements made."""
+        res = self.results
+        known = [r.default_time for r in res.values() if r.default_time]
+        fallback = float(sorted(known)[len(known) // 2]) if known else 1e-3
+        sched = TaskScheduler({t.key: (t.weight, res[t.key].default_time or fallback) for t in self.tasks},
+                              self.opts.seed)
+        alive = {t.key: t for t in self.tasks}
+        made = 0
+        while alive and made < cap:
+            key = sched.pick(sorted(alive))
+            r = res[key]
+            n = min(self.batch, cap - made)
+            per = r.wall / max(r.trials, 1) if r.trials else None     # seconds per trial so far
+            if per is not None:
+                n = min(n, int((deadline - time.perf_counter()) / per))
+            if n < 1 or time.perf_counter() >= deadline:
+                del alive[key]
+                continue
+            t0 = time.perf_counter()
+            spent = _tune_task(self, alive[key], n)
+            dt = time.perf_counter() - t0
+            r.wall += dt
+            r.trials += spent
+            made += spent
+            best = self.db.best(key, self.target.key)
+            sched.record(key, dt, best.median if best is not None else None)
+            if spent < n:
+                del alive[key]
+        return made
+
+    def _fits(self, deadline: float) -> int:
+        """Measurements that fit before ``deadline`` at this run's seconds per trial so far."""
+        left = deadline - time.perf_counter()
+        n = sum(r.trials for r in self.results.values())
+        wall = sum(r.wall for r in self.results.values())
+        return max(int(left / (wall / n)), 0) if n and left > 0 else 0
+
+    def tuner(self, task: Task) -> list:
+        """[tuner, warm-start queue] of ``task``, made on first use (told what the database
+        knows of the task); its prior is the family's cost model, refitted as it grows."""
+        st = self.tuners.get(task.key)
+        if st is None:
+            o = self.opts
+            tuner = get_tuner(o.tuner, task.space, o.seed, **(o.tuner_options or {}))
+            prior = self.db.measured_configs(task.key, task.target.key)
+            known = []
+            for t in prior.values():
+                c = task.template.complete(t.config)
+                if t.config and _in_space(task.space, c):      # configs of an older template are not told
+                    known.append((c, None if t.failure else math.log(t.median)))
+            if known:
+                tuner.tell([c for c, _ in known], [y for _, y in known])
+            seen = {config_key(c) for c, _ in known}
+            st = self.tuners[task.key] = [tuner, [c for c in warm_start_configs(self.db, task)
+                                                  if config_key(c) not in seen]]
+        if self.opts.cost_model and self.opts.tuner == "bayes":
+            st[0].prior = self._prior(task, st[0].prior)
+        return st
+
+    def _prior(self, task: Task, old):
+        """The cost model of ``task``'s family as a prior for it (None: too little data); ``old``:
+        the prior the task's tuner has, kept while the model is."""
+        model, n = self.models.get(task.family, (None, 0))
+        rows = training_rows(self.db, task.family, task.target.kind)
+        if len(rows) >= max(REFIT_GROWTH * n, n + 1):
+            model = for_task(self.db, task, rows=rows)
+            self.models[task.family] = (model, len(rows))
+        if model is None:
+            return None
+        return old if isinstance(old, Prior) and old.model is model else Prior(model, task)
+
+
 def _tune_task(run: _Run, task: Task, budget: int) -> int:
     """Tune one task with up to ``budget`` measurements; returns how many it made."""
     if budget <= 0:
         return 0
-    db, o, res = run.db, run.opts, run.results[task.key]
-    space = task.space
-    tuner = get_tuner(o.tuner, space, o.seed, **(o.tuner_options or {}))
-    prior = db.measured_configs(task.key, task.target.key)
-    known = []
-    for t in prior.values():
-        c = task.template.complete(t.config)
-        if t.config and _in_space(space, c):      # configs of an older template are not told
-            known.append((c, None if t.failure else math.log(t.median)))
-    if known:
-        tuner.tell([c for c, _ in known], [y for _, y in known])
-    seen = {config_key(c) for c, _ in known}
-    queue = [c for c in warm_start_configs(db, task) if config_key(c) not in seen]
+    db, res = run.db, run.results[task.key]
+    st = run.tuner(task)
+    tuner = st[0]
     spent = rejected = 0
     while spent < budget and not tuner.exhausted:
         if rejected > max(256, 16 * budget):
@@ -286,8 +394,7 @@ def _tune_task(run: _Run, task: Task, budget: int) -> int:
                         rejected)
             break
         n = min(run.batch, budget - spent)
-        cands = queue[:n]
-        queue = queue[n:]
+        cands, st[1] = st[1][:n], st[1][n:]
         if len(cands) < n:
             t0 = time.perf_counter()
             cands += [c for c in tuner.ask(n - len(cands)) if c not in cands]
@@ -367,11 +474,14 @@ def summary_table(results: list[TaskResult], module: str | None = None, width: i
         rows.append({"task": kernel_name(r.task.description, module), "trials": r.trials,
                      "invalid": r.failures.get("invalid", 0),
                      "failed": sum(n for k, n in r.failures.items() if k != "invalid"),
+                     "tuning s": r.wall,
                      "default us": r.default_time * 1e6 if r.default_time else None,
                      "best us": r.best_time * 1e6 if r.best_time else None, "speed-up": sp})
-    df = pd.DataFrame(rows, columns=["task", "trials", "invalid", "failed", "default us", "best us", "speed-up"])
-    return text_table(df.astype({"default us": float, "best us": float, "speed-up": float}), width) + "\n" + \
-        textwrap.fill(TRIALS_NOTE, width)
+    cols = ["task", "trials", "invalid", "failed", "tuning s", "default us", "best us", "speed-up"]
+    df = pd.DataFrame(rows, columns=cols)
+    note = "tuning s: this run's wall time on the task (default, search, plans, confirmation). " + TRIALS_NOTE
+    return text_table(df.astype({"tuning s": float, "default us": float, "best us": float, "speed-up": float}),
+                      width) + "\n" + textwrap.fill(note, width)
 
 
 __all__ = ["TaskResult", "TuneOptions", "overhead_line", "summary_table", "tune_graph", "warm_start_configs"]

@@ -56,6 +56,9 @@ class Tuner:
         self.best_cost = math.inf
         self.best_config: dict | None = None
         self.allowed: dict[str, dict] | None = None
+        #: configs -> predicted log(time / default time) (autotune/costmodel.py), or None; the
+        #: bayes tuner starts from its best predictions and fits only what it leaves unexplained
+        self.prior: Callable[[list[dict]], np.ndarray] | None = None
 
     @property
     def exhausted(self) -> bool:
@@ -145,6 +148,12 @@ class BayesTuner(Tuner):
     register tiles break the register budget, would otherwise draw rule breakers without end,
     while a penalty cost would smear over the valid optimum next to them. Failures count
     toward the initial design (at most twice its size).
+
+    With a ``prior`` (a cost model trained across the database, autotune/costmodel.py) the
+    design is the ``n_initial_points // 2`` candidates the prior predicts fastest instead of the
+    space-filling one, and the surrogate fits the residuals of the told costs from the prior
+    (plus a fitted offset: the prior predicts times relative to an unknown default), so the
+    prior is the surrogate's mean function.
     """
 
     #: at most this many failed configs (the latest) train the failure model
@@ -175,6 +184,7 @@ class BayesTuner(Tuner):
         self.knobs = [k for k in space.knobs if len(k.values) > 1]
         self.X: list[np.ndarray] = []
         self.y: list[float] = []
+        self.X_configs: list[dict] = []     # the configs of X
         self.Xf: list[np.ndarray] = []      # failed configs' features
         self.gains = np.zeros(3)        # gp_hedge: EI, PI, LCB
         self._hedge_picks: list[np.ndarray] | None = None
@@ -310,6 +320,15 @@ class BayesTuner(Tuner):
             dist = np.minimum(dist, np.linalg.norm(F - F[i], axis=1))
         return out
 
+    def _predicted(self, cands: list[dict], n: int) -> list[dict]:
+        """The ``n`` candidates the prior predicts fastest, among those more likely to run than
+        to fail (when the failure model has seen failures)."""
+        pred = np.asarray(self.prior(cands), dtype=float)
+        runs = self._p_runs(self.features(cands)) if self.Xf else None
+        if runs is not None and (runs >= 0.5).any():
+            pred = np.where(runs >= 0.5, pred, np.inf)
+        return [cands[int(i)] for i in np.argsort(pred, kind="stable")[:n]]
+
     def ask(self, n):
         if self.exhausted:
             return []
@@ -317,13 +336,22 @@ class BayesTuner(Tuner):
         cands = self._candidates(out)
         if not cands:
             return []
-        if len(self.y) < self.n_initial and len(self.y) + len(self.Xf) < 2 * self.n_initial:
+        if self.prior is not None and len(self.y) + len(self.Xf) < max(self.n_initial // 2, 1):
+            return self._predicted(cands, n)
+        if self.prior is None and len(self.y) < self.n_initial and len(self.y) + len(self.Xf) < 2 * self.n_initial:
             return self._initial(cands, n, out)
         if not self.y:      # nothing has run yet: no model to fit, draw uniformly
             return [cands[int(i)] for i in self.nprng.choice(len(cands), min(n, len(cands)), replace=False)]
         F = self.features(cands)
         X, y = list(self.X), list(self.y)
         best = min(y)
+        P, shift = np.zeros(len(cands)), np.zeros(len(y))
+        if self.prior is not None:
+            P = np.asarray(self.prior(cands), dtype=float)
+            told = np.asarray(self.prior(self.X_configs), dtype=float)
+            P = P + float(np.median(np.asarray(y) - told))      # the offset: log of the default's time
+            shift = told + float(np.median(np.asarray(y) - told))
+        y = list(np.asarray(y) - shift)        # what the prior leaves unexplained
         runs = self._p_runs(F)
         model = None
         alive = np.ones(len(cands), dtype=bool)
@@ -332,6 +360,7 @@ class BayesTuner(Tuner):
             model = self._fit(X, y, like=model)
             with threadpool_limits(1):
                 mu, sd = model.predict(F, return_std=True)
+            mu = mu + P
             name = self.acq_func
             if name == "gp_hedge":
                 p = np.exp(self.gains - self.gains.max())
@@ -345,7 +374,7 @@ class BayesTuner(Tuner):
             alive[i] = False
             out.append(cands[i])
             X.append(F[i])
-            y.append(best)          # the constant lie
+            y.append(best - P[i])          # the constant lie
         return out
 
     def _tell(self, configs, costs):
@@ -355,6 +384,7 @@ class BayesTuner(Tuner):
             self.Xf += list(self.features(bad))
         if ok:
             self.X += list(self.features([c for c, _ in ok]))
+            self.X_configs += [c for c, _ in ok]
             self.y += [y for _, y in ok]
         if self._hedge_picks is not None and len(self.y) >= 2:
             m = self._fit(self.X, self.y)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 
@@ -212,11 +213,14 @@ def compile(module, target="cpu", db=None, threads: int | None = None) -> Compil
     return CompiledModule(module, t, fn)
 
 
-def tune(module, *example_args, target="cpu", trials: int = 64, db="tuning.db", tuner: str = "bayes",
+def tune(module, *example_args, target="cpu", trials: int | None = 64, db="tuning.db", tuner: str = "bayes",
          seed: int = 0, progress: bool = True, example_kwargs: dict | None = None, remeasure: bool = False,
-         threads: int | None = None, **options):
-    """Tune every kernel of ``module`` on ``target`` with ``trials`` measurements in all; every
-    trial goes into ``db`` (SQLite path or Database) as it finishes. Re-running the same call
+         threads: int | None = None, budget=None, **options):
+    """Tune every kernel of ``module`` on ``target`` with ``trials`` measurements in all, or
+    within ``budget`` (seconds, or text as ``"90s"``, ``"5m"``, ``"1h"``; then ``trials=None``
+    sets no cap on trials), the batches going to the tasks where they pay most
+    (autotune/scheduler.py); every trial goes into ``db`` (SQLite path or Database) as it
+    finishes. Re-running the same call
     resumes. ``module``: a Module, path or text, a ``jax.stages.Lowered``, or a JAX function
     followed by example arguments (and ``example_kwargs``). Returns one result per task (see
     ``autotune.tune.TaskResult``); the database records the module's name for each of its tasks
@@ -228,7 +232,9 @@ def tune(module, *example_args, target="cpu", trials: int = 64, db="tuning.db", 
     again (autotune/winners.py). ``threads``: as in ``compile``."""
     from .autotune.tune import tune_graph
     from .runtime.targets import get_target
-    check_tune_args(1 if remeasure else trials, tuner, seed, **options)
+    if budget is not None:
+        options["budget"] = parse_duration(budget)
+    check_tune_args(1 if remeasure or (trials is None and budget is not None) else trials, tuner, seed, **options)
     target = get_target(target, threads)
     if remeasure:
         trials = 0
@@ -247,6 +253,28 @@ def tune(module, *example_args, target="cpu", trials: int = 64, db="tuning.db", 
     for r in results:
         database.name_workload(r.task.key, module.name)
     return results
+
+
+def parse_duration(value) -> float:
+    """Seconds from a positive number or text: ``"300"``, ``"90s"``, ``"5m"``, ``"1.5h"``; anything
+    else raises ConfigError naming ``budget``."""
+    from .dsl.errors import ConfigError
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    try:
+        if isinstance(value, str):
+            text = value.strip().lower()
+            scale = units.get(text[-1:], None)
+            v = float(text[:-1] if scale else text) * (scale or 1.0)
+        elif isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_)):
+            v = float(value)
+        else:
+            raise ValueError
+    except (ValueError, IndexError):
+        v = math.nan
+    if not math.isfinite(v) or v <= 0:
+        raise ConfigError(f"budget must be a positive duration such as 300, '90s', '5m' or '1h', got {value!r}",
+                          "budget")
+    return v
 
 
 def check_tune_args(trials=64, tuner="bayes", seed=0, **options) -> None:

@@ -186,9 +186,12 @@ def kernel_summary(module, compiled, db) -> str:
 
 
 def cmd_tune(args) -> int:
-    from .api import check_tune_args, load_hlo, tune
+    from .api import check_tune_args, load_hlo, parse_duration, tune
     from .autotune.tune import overhead_line, summary_table
-    check_tune_args(args.trials, args.tuner, args.seed, batch=args.batch, timeout=args.timeout)
+    budget = parse_duration(args.budget) if args.budget is not None else None
+    if args.trials is None and budget is None:
+        args.trials = 64
+    check_tune_args(args.trials or 1, args.tuner, args.seed, batch=args.batch, timeout=args.timeout)
     m = load_hlo(args.module)
     t0 = time.perf_counter()
     opts = {}
@@ -196,15 +199,19 @@ def cmd_tune(args) -> int:
         opts = {"base_estimator": args.estimator, "acq_func": args.acq}
     res = tune(m, target=args.target, trials=args.trials, db=args.db, tuner=args.tuner, seed=args.seed,
                progress=not args.quiet, batch=args.batch, timeout=args.timeout, tuner_options=opts,
-               dask=args.dask, security=args.dask_security, remeasure=args.remeasure, threads=args.threads)
+               dask=args.dask, security=args.dask_security, remeasure=args.remeasure, threads=args.threads,
+               budget=budget, cost_model=not args.no_cost_model)
     wall = time.perf_counter() - t0
     plans = [r for r in res if r.task.family == "fusion"]
     kernels = len(res) - len(plans)
     split = (f"{sum(r.trials for r in res) - sum(r.trials for r in plans)} on kernels, "
              f"{sum(r.trials for r in plans)} on {len(plans)} segment(s)' fusion plans")
     what = (f"re-timed the finalists of {m.name} on {args.target}" if args.remeasure else
-            f"tuned {m.name} on {args.target}: {kernels} task(s) (distinct kernel stages), a budget of "
-            f"{args.trials} measured trials shared among them ({split})")
+            f"tuned {m.name} on {args.target}: {kernels} task(s) (distinct kernel stages), "
+            + (f"a budget of {args.trials} measured trials" if budget is None else
+               f"{sum(r.trials for r in res)} measured trials within a budget of {budget:g} s"
+               + (f" (and at most {args.trials} trials)" if args.trials else ""))
+            + f" shared among them ({split})")
     print(textwrap.fill(f"{what}, {wall:.1f}s; database {args.db}", 100))
     print(summary_table(res, m.name))
     print(textwrap.fill(overhead_line(res, wall), 100))
@@ -346,8 +353,13 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--target", default="cpu", help="cpu (default) or opencl[:P:D|:NAME] (see 'hlotune devices')")
     t.add_argument("--threads", type=_positive_int, help="CPU threads (default $HLOTUNE_THREADS, else every core; "
                    "recorded in the target's key: configs tuned with another count do not apply)")
-    t.add_argument("--trials", type=_positive_int, default=64, help="measured candidates in all, shared among the "
-                   "tasks (default 64; invalid configs are free)")
+    t.add_argument("--trials", type=_positive_int, help="measured candidates in all, shared among the "
+                   "tasks (default 64, or no cap with --budget; invalid configs are free)")
+    t.add_argument("--budget", metavar="TIME", help="wall time for the whole run (300, 90s, 5m, 1h): batches go to "
+                   "the tasks whose program time falls fastest per second of tuning (Ansor's task scheduler) until "
+                   "it is spent; the summary shows each task's share")
+    t.add_argument("--no-cost-model", action="store_true", help="bayes: start without the cost model trained "
+                   "across the database")
     t.add_argument("--db", default="tuning.db", help="SQLite tuning database, made in an existing folder "
                    "when missing (default tuning.db)")
     t.add_argument("--tuner", default="bayes", help="bayes (default), random or grid")

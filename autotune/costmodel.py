@@ -1,0 +1,242 @@
+"""A cost model across the tuning database: what every measured workload of a kernel family
+taught about its knobs, as the prior of a new workload's search.
+
+One row per successful trial of the family on targets of the same kind (other machines of that
+kind included). Features (``Encoder``):
+- the workload's: log2 of its arithmetic ops and bytes, of the output's last three extents, of
+  the reduction's size and longest axis, and its widest element in bytes;
+- the target's: its threads;
+- the config's, by knob name: a number as log2(1 + v) and, beside it, its log2 ratio to the
+  output's last two extents (tiles against the shape they cut, so shapes transfer); a flag as
+  0/1; a category as its rank among the values seen; a knob the config lacks as -1.
+The label is log(median / the same workload's default median on the same target): the model
+predicts a config's time relative to the workload's default schedule, which is what transfers
+between shapes of a family. Extra trees (scikit-learn): they fit a few thousand rows in tens of
+milliseconds, need no feature scaling, and give a spread across trees; chosen over gradient
+boosting and a GP by leave-one-workload-out replay on recorded databases
+(``python -m hlotune.autotune.costmodel DB``, see ``replay``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from ..dsl.dtypes import dtype
+from ..dsl.errors import DSLError
+from .database import Database, config_key
+
+log = logging.getLogger(__name__)
+
+#: a model is fitted only from at least this many rows of at least ``MIN_WORKLOADS`` workloads
+MIN_ROWS = 24
+MIN_WORKLOADS = 1
+
+
+def _log2(x: float) -> float:
+    return math.log2(1.0 + max(float(x), 0.0))
+
+
+def _itemsize(name: str) -> int:
+    try:
+        return dtype(name).itemsize
+    except (DSLError, KeyError, ValueError, TypeError):
+        return 4
+
+
+def workload_features(w: dict) -> list[float]:
+    """The workload's features: ``w`` is a database workload row (``shapes``, ``dtypes``,
+    ``flops``, ``bytes``)."""
+    shapes = w.get("shapes") or {}
+    outs = shapes.get("outputs") or [[]]
+    last = ([1, 1, 1] + list(outs[0] or []))[-3:]
+    red = [int(r) for r in shapes.get("reduce") or []]
+    return [_log2(w.get("flops") or 0), _log2(w.get("bytes") or 0), *(_log2(d) for d in last),
+            _log2(math.prod(red) if red else 1), _log2(max(red, default=1)),
+            float(max((_itemsize(d) for d in w.get("dtypes") or []), default=4))]
+
+
+def target_features(provenance: dict) -> list[float]:
+    """The target's features from its provenance: its threads."""
+    return [float(provenance.get("threads") or 1)]
+
+
+@dataclass
+class Encoder:
+    """Config features by knob name (see the module docstring): ``knobs`` in a fixed order,
+    ``ranks[name]``: a category's rank."""
+
+    knobs: tuple[str, ...]
+    ranks: dict
+
+    @classmethod
+    def of(cls, configs) -> Encoder:
+        names, cats = set(), {}
+        for c in configs:
+            for k, v in c.items():
+                names.add(k)
+                if isinstance(v, str):
+                    cats.setdefault(k, set()).add(v)
+        return cls(tuple(sorted(names)), {k: {v: i for i, v in enumerate(sorted(vs))} for k, vs in cats.items()})
+
+    def row(self, c: dict, extents: tuple[int, int]) -> list[float]:
+        out: list[float] = []
+        for k in self.knobs:
+            v = c.get(k)
+            if isinstance(v, bool):
+                out += [float(v), 0.0, 0.0]
+            elif isinstance(v, (int, float)):
+                lv = math.copysign(_log2(abs(v)), v)
+                out += [lv, lv - _log2(extents[0]), lv - _log2(extents[1])]
+            elif isinstance(v, str):
+                out += [float(self.ranks.get(k, {}).get(v, -1)), 0.0, 0.0]
+            else:
+                out += [-1.0, 0.0, 0.0]
+        return out
+
+
+def _extents(w: dict) -> tuple[int, int]:
+    outs = (w.get("shapes") or {}).get("outputs") or [[]]
+    last = ([1, 1] + list(outs[0] or []))[-2:]
+    return int(last[0]), int(last[1])
+
+
+class CostModel:
+    """Predicts log(time / default time) of configs on a workload (see the module docstring)."""
+
+    def __init__(self, encoder: Encoder, model, rows: int, workloads: int):
+        self.encoder, self.model, self.rows, self.workloads = encoder, model, rows, workloads
+
+    def features(self, w: dict, provenance: dict, configs: list[dict]) -> np.ndarray:
+        base = workload_features(w) + target_features(provenance)
+        ext = _extents(w)
+        return np.asarray([base + self.encoder.row(c, ext) for c in configs], dtype=float)
+
+    def predict(self, w: dict, provenance: dict, configs: list[dict]) -> np.ndarray:
+        """Predicted log(time / default time) of each config on workload ``w``."""
+        if not configs:
+            return np.zeros(0)
+        with threadpool_limits(1):
+            return self.model.predict(self.features(w, provenance, configs))
+
+
+def training_rows(db: Database, family: str, kind: str, exclude: str | None = None):
+    """(workload row, target provenance, config, label) of every successful trial of ``family``
+    on targets of ``kind`` whose workload has a measured default on that target (its first);
+    ``exclude``: a workload key left out."""
+    meds = db.family_medians(family, kind)
+    ref: dict[tuple, float] = {}
+    for w, g, c, m in meds:
+        if not c:
+            ref.setdefault((w, g), m)
+    works = {w["key"]: w for w in db.workloads() if w["family"] == family}
+    provs = {t["key"]: t["provenance"] for t in db.targets() if t["kind"] == kind}
+    return [(works[w], provs[g], c, math.log(m / ref[w, g])) for w, g, c, m in meds
+            if c and (w, g) in ref and w != exclude and w in works and g in provs]
+
+
+def _estimator(kind: str, seed: int):
+    from sklearn.ensemble import ExtraTreesRegressor, GradientBoostingRegressor
+    if kind == "GBRT":
+        return GradientBoostingRegressor(n_estimators=150, max_depth=4, learning_rate=0.08, subsample=0.8,
+                                         random_state=seed)
+    if kind == "GP":
+        from sklearn.gaussian_process import GaussianProcessRegressor
+        from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+        return GaussianProcessRegressor(ConstantKernel() * Matern(nu=2.5) + WhiteKernel(), normalize_y=True)
+    return ExtraTreesRegressor(n_estimators=60, min_samples_leaf=2, max_features=0.6, random_state=seed)
+
+
+def fit(rows, kind: str = "ET", seed: int = 0) -> CostModel | None:
+    """A model on ``training_rows``; None when there are too few (``MIN_ROWS``, ``MIN_WORKLOADS``)."""
+    keys = {r[0]["key"] for r in rows}
+    if len(rows) < MIN_ROWS or len(keys) < MIN_WORKLOADS:
+        return None
+    enc = Encoder.of([r[2] for r in rows])
+    m = CostModel(enc, _estimator(kind, seed), len(rows), len(keys))
+    X = np.vstack([m.features(w, p, [c]) for w, p, c, _ in rows])
+    y = np.asarray([r[3] for r in rows])
+    with warnings.catch_warnings(), threadpool_limits(1):
+        warnings.simplefilter("ignore")
+        m.model.fit(X, y)
+    return m
+
+
+def for_task(db: Database, task, kind: str = "ET", rows=None) -> CostModel | None:
+    """The model for ``task``'s family and target kind from every workload in ``db`` (the
+    task's own trials included: they are data too; ``rows``: those ``training_rows`` if already
+    read); None when the database is too thin."""
+    return fit(training_rows(db, task.family, task.target.kind) if rows is None else rows, kind, seed=0)
+
+
+def task_row(task) -> dict:
+    """``task`` as a database workload row (what ``CostModel.predict`` takes)."""
+    return {"key": task.key, "family": task.family, "shapes": task.shapes, "dtypes": task.dtypes,
+            "flops": task.flops, "bytes": task.bytes}
+
+
+class Prior:
+    """``model``'s predictions for one task's configs, as a tuner's ``prior``: configs ->
+    predicted log(time / default time), each config encoded and predicted once."""
+
+    def __init__(self, model: CostModel, task):
+        self.model, self.row, self.provenance = model, task_row(task), task.target.provenance
+        self.cache: dict[str, float] = {}
+
+    def __call__(self, configs: list[dict]) -> np.ndarray:
+        keys = [config_key(c) for c in configs]
+        new = {k: c for k, c in zip(keys, configs) if k not in self.cache}
+        if new:
+            pred = self.model.predict(self.row, self.provenance, list(new.values()))
+            self.cache.update(zip(new, (float(v) for v in pred)))
+        return np.asarray([self.cache[k] for k in keys])
+
+
+def _spearman(a, b) -> float:
+    ra, rb = np.argsort(np.argsort(a)), np.argsort(np.argsort(b))
+    if ra.std() == 0 or rb.std() == 0:
+        return 0.0
+    return float(np.corrcoef(ra, rb)[0, 1])
+
+
+def replay(db: Database, family: str, kind: str = "cpu", models=("ET", "GBRT", "GP")) -> dict:
+    """Leave-one-workload-out: for each workload of ``family``, fit on the others and rank its
+    measured configs; returns per model the median Spearman correlation of predicted and
+    measured times and the median ratio of the predicted-best config's time to the workload's
+    best (1.0: the model's first pick is the best)."""
+    rows = training_rows(db, family, kind)
+    out = {}
+    for name in models:
+        rho, regret = [], []
+        for key in sorted({r[0]["key"] for r in rows}):
+            mine = [r for r in rows if r[0]["key"] == key]
+            m = fit([r for r in rows if r[0]["key"] != key], name)
+            if m is None or len(mine) < 4:
+                continue
+            pred = np.concatenate([m.predict(w, p, [c]) for w, p, c, _ in mine])
+            y = np.asarray([r[3] for r in mine])
+            rho.append(_spearman(pred, y))
+            regret.append(float(np.exp(y[int(np.argmin(pred))] - y.min())))
+        out[name] = {"workloads": len(rho), "spearman": float(np.median(rho)) if rho else None,
+                     "first_pick_vs_best": float(np.median(regret)) if regret else None}
+    return out
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description="Replay the database cost model leave-one-workload-out.")
+    p.add_argument("db")
+    p.add_argument("--family", default="dot")
+    p.add_argument("--kind", default="cpu")
+    a = p.parse_args(argv)
+    for name, r in replay(Database(a.db, create=False), a.family, a.kind).items():
+        print(name, r)  # noqa: T201  (a command's output)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,221 @@
+"""The cost model across the database, the bayes tuner's prior, the task scheduler and time
+budgets."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hlotune.api import parse_duration
+from hlotune.autotune import costmodel
+from hlotune.autotune.database import Database, Trial
+from hlotune.autotune.scheduler import TaskScheduler
+from hlotune.autotune.tune import summary_table, tune_graph
+from hlotune.autotune.tuners import get_tuner
+from hlotune.dsl.errors import ConfigError
+from hlotune.runtime.targets import get_target
+from hlotune.schedules.templates.base import Knob, Space
+
+sys.path.insert(0, str(Path(__file__).parent))
+from autotune_fixtures import matmul_tanh
+
+PROV = {"kind": "cpu", "threads": 2}
+
+
+def _true_time(m: int, n: int, c: dict) -> float:
+    """A made-up family: time relative to the default is smallest where the tile is about a
+    quarter of the rows and half the columns, and 'mn' is 20% slower than 'nm'."""
+    return math.exp(0.06 * (math.log2(c["mr"]) - math.log2(m / 4)) ** 2
+                    + 0.04 * (math.log2(c["nr"]) - math.log2(n / 2)) ** 2) * (1.2 if c["order"] == "mn" else 1.0)
+
+
+def _space(m: int, n: int) -> Space:
+    return Space((Knob("mr", tuple(2 ** k for k in range(int(math.log2(m)) + 1))),
+                  Knob("nr", tuple(2 ** k for k in range(int(math.log2(n)) + 1))), Knob("order", ("nm", "mn"))))
+
+
+def _workload(m: int, n: int) -> dict:
+    return {"key": f"w{m}x{n}", "family": "dot", "shapes": {"inputs": [[m, 64], [64, n]], "outputs": [[m, n]],
+                                                           "reduce": [64]},
+            "dtypes": ["float32"] * 3, "flops": 2.0 * m * n * 64, "bytes": 4.0 * (m * 64 + 64 * n + m * n)}
+
+
+def _db(shapes, rng) -> Database:
+    db = Database(":memory:")
+    db.add_target("cpu-t", "cpu", PROV)
+    for m, n in shapes:
+        w = _workload(m, n)
+        db.add_workload(w["key"], "dot", w["shapes"], w["dtypes"], "made up", w["flops"], w["bytes"])
+        base = 1e-3 * m * n / 4096
+        db.add_trial(Trial(w["key"], "cpu-t", {}, [], [base], run="r"))
+        for c in _space(m, n).all_configs():
+            if rng.random() < 0.6:
+                t = base * _true_time(m, n, c) * math.exp(rng.normal(0, 0.03))
+                db.add_trial(Trial(w["key"], "cpu-t", c, [], [t], run="r"))
+    return db
+
+
+def test_the_model_ranks_a_held_back_shape_of_its_family():
+    """Trained on other shapes of the family, the model ranks a shape it never saw (Spearman >
+    0.8) and its first pick is within 15% of that shape's best."""
+    rng = np.random.default_rng(0)
+    db = _db([(64, 64), (128, 64), (64, 256), (256, 128), (512, 512), (128, 512)], rng)
+    model = costmodel.fit(costmodel.training_rows(db, "dot", "cpu"))
+    assert model is not None and model.workloads == 6
+    m, n = 256, 256
+    configs = list(_space(m, n).all_configs())
+    pred = model.predict(_workload(m, n), PROV, configs)
+    truth = np.log([_true_time(m, n, c) for c in configs])
+    assert costmodel._spearman(pred, truth) > 0.8
+    assert math.exp(truth[int(np.argmin(pred))] - truth.min()) < 1.15
+
+
+def test_leave_one_workload_out_replay_reports_every_model():
+    rng = np.random.default_rng(1)
+    db = _db([(64, 64), (128, 64), (64, 256), (256, 128)], rng)
+    out = costmodel.replay(db, "dot", "cpu", models=("ET", "GBRT"))
+    assert out["ET"]["workloads"] == 4 and out["ET"]["spearman"] > 0.7
+    assert out["GBRT"]["first_pick_vs_best"] < 1.3
+
+
+def test_a_thin_database_gives_no_model():
+    db = Database(":memory:")
+    assert costmodel.fit(costmodel.training_rows(db, "dot", "cpu")) is None
+
+
+def _replay(space, cost, prior, n=12, batch=3, seed=0):
+    t = get_tuner("bayes", space, seed)
+    t.prior = prior
+    seq = []
+    while len(seq) < n:
+        cs = t.ask(batch)
+        t.tell(cs, [cost(c) for c in cs])
+        seq += cs
+    return seq
+
+
+def test_a_good_prior_starts_at_the_best_and_a_wrong_one_is_overruled():
+    space = Space((Knob("a", tuple(range(12))), Knob("b", tuple(range(12)))))
+
+    def cost(c):
+        return math.log(1 + (c["a"] - 8) ** 2 + (c["b"] - 3) ** 2)
+
+    best = {"a": 8, "b": 3}
+    good = _replay(space, cost, lambda cs: np.asarray([cost(c) for c in cs]))
+    assert good[0] == best
+    # a prior that points at the opposite corner: the residual model still finds the optimum
+    wrong = _replay(space, cost, lambda cs: np.asarray([-cost(c) for c in cs]), n=45)
+    assert best in wrong
+
+
+def test_the_prior_offset_is_fitted_so_absolute_costs_and_relative_predictions_agree():
+    """The prior predicts log(time/default); told costs are log(time): with a prior exact up to
+    that constant, the next pick is the best untried config."""
+    space = Space((Knob("a", tuple(range(20))),))
+
+    def cost(c):
+        return -5.0 + 0.01 * (c["a"] - 13) ** 2
+
+    t = get_tuner("bayes", space, 0)
+    t.prior = lambda cs: np.asarray([cost(c) + 5.0 for c in cs])
+    first = t.ask(4)
+    assert first[0]["a"] == 13 and {c["a"] for c in first} == {11, 12, 13, 14}
+    t.tell(first, [cost(c) for c in first])
+    nxt = t.ask(1)[0]["a"]
+    assert nxt in (10, 15)
+
+
+def test_the_scheduler_feeds_the_task_that_improves():
+    s = TaskScheduler({"fast": (1, 1.0), "flat": (1, 1.0)}, seed=0)
+    best = {"fast": 1.0, "flat": 1.0}
+    picks = []
+    for _ in range(40):
+        k = s.pick(["fast", "flat"])
+        picks.append(k)
+        if k == "fast":
+            best[k] *= 0.8
+        s.record(k, 1.0, best[k])
+    assert sorted(picks[:2]) == ["fast", "flat"]      # each task gets one batch first
+    assert picks.count("fast") >= 30
+    # weight counts: a task run 10 times per program wins over an equal one run once
+    s = TaskScheduler({"a": (10, 1.0), "b": (1, 1.0)}, seed=0)
+    for k in ("a", "b"):
+        s.record(k, 1.0, 0.9)
+    assert s.gradient("a") < s.gradient("b")
+    assert s.pick([]) is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.floats(min_value=0.001, max_value=1e5, allow_nan=False), st.sampled_from(["", "s", "m", "h"]))
+def test_durations_parse_in_seconds(v, unit):
+    got = parse_duration(f"{v!r}{unit}")
+    assert got == pytest.approx(v * {"": 1, "s": 1, "m": 60, "h": 3600}[unit])
+
+
+@pytest.mark.parametrize("bad", ["", "5x", "-3m", "0", "nan", "inf", True, None, [5]])
+def test_bad_budgets_name_the_knob(bad):
+    with pytest.raises(ConfigError) as e:
+        parse_duration(bad)
+    assert e.value.knob == "budget" and "budget" in str(e.value)
+
+
+def test_a_time_budget_bounds_the_run_and_says_where_it_went(tmp_path):
+    outs, ins = matmul_tanh()
+    db = Database(tmp_path / "b.db")
+    t0 = time.perf_counter()
+    res = tune_graph(outs, ins, get_target("cpu"), None, db, "bayes", 0, budget=6.0, batch=2, repeat=2, min_repeat_ms=1.0, progress=False, confirm_rounds=0)
+    wall = time.perf_counter() - t0
+    assert wall < 6.0 + 4.0      # one batch may finish past the deadline
+    assert res and all(r.trials >= 2 for r in res if r.task.family != "fusion")
+    assert sum(r.wall for r in res) == pytest.approx(wall, rel=0.35)
+    table = summary_table(res)
+    assert "tuning s" in table
+    # the trials are in the database, each checked and timed
+    hist = db.history()
+    assert all(t.ok or t.failure for t in hist) and sum(1 for t in hist if t.ok) >= 2
+
+
+def test_a_budget_or_trials_is_required(tmp_path):
+    outs, ins = matmul_tanh()
+    with pytest.raises(ConfigError):
+        tune_graph(outs, ins, get_target("cpu"), None, Database(tmp_path / "x.db"), progress=False)
+
+
+def test_the_prior_reaches_the_tuner_once_the_family_has_data(tmp_path):
+    """Tuning one dot fills the database; a second dot of another shape then starts from the
+    model (its tuner has a prior), and tuning with cost_model=False does not."""
+    from hlotune.autotune import tune as tune_mod
+    cpu = get_target("cpu")
+    db = Database(tmp_path / "p.db")
+    outs, ins = matmul_tanh(48, 40, 32)
+    tune_graph(outs, ins, cpu, 30, db, "bayes", 0, batch=4, repeat=1, min_repeat_ms=0.5, progress=False,
+               confirm_rounds=0, plan_share=0.0)
+    seen = []
+    orig = tune_mod._Run.tuner
+
+    def spy(self, task):
+        st_ = orig(self, task)
+        seen.append(st_[0].prior)
+        return st_
+    tune_mod._Run.tuner = spy
+    try:
+        outs, ins = matmul_tanh(64, 48, 32)
+        tune_graph(outs, ins, cpu, 6, db, "bayes", 0, batch=2, repeat=1, min_repeat_ms=0.5, progress=False,
+                   confirm_rounds=0, plan_share=0.0)
+        assert seen and isinstance(seen[-1], costmodel.Prior)
+        pred = seen[-1]([{"mr": 4, "nr": 16}])
+        assert pred.shape == (1,) and np.isfinite(pred).all()
+        seen.clear()
+        outs, ins = matmul_tanh(40, 48, 32)
+        tune_graph(outs, ins, cpu, 4, db, "bayes", 0, batch=2, repeat=1, min_repeat_ms=0.5, progress=False,
+                   confirm_rounds=0, plan_share=0.0, cost_model=False)
+        assert seen and all(p is None for p in seen)
+    finally:
+        tune_mod._Run.tuner = orig
