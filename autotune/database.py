@@ -21,6 +21,7 @@ import math
 import os
 import sqlite3
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from ..dsl.errors import ConfigError, DataFileError, HlotuneError
@@ -316,22 +317,21 @@ class Database:
             raise ConfigError(f"unknown failure kind '{t.failure}'; expected one of {FAILURES}")
         if not plausible_times(list(t.times)):
             raise ConfigError(f"trial times must be plausible seconds per call, got {t.times}")
-        started, finished = t.started or time.time(), t.finished or time.time()
-        return self._insert(self._id("workloads", t.workload), self._id("targets", t.target), t.config, t.steps,
-                            list(t.times), t.median, t.failure, t.message, t.tuner, t.seed, t.run, started,
-                            finished)[0]
+        t = replace(t, times=list(t.times), started=t.started or time.time(), finished=t.finished or time.time())
+        return self._insert(self._id("workloads", t.workload), self._id("targets", t.target), t)[0]
 
-    def _insert(self, wid, gid, config, steps, times, median, failure, message, tuner, seed, run, started,
-                finished) -> tuple[int, bool]:
-        """Insert a checked trial row unless its fingerprint is stored; (row id, inserted)."""
+    def _insert(self, wid: int, gid: int, t: Trial) -> tuple[int, bool]:
+        """Insert a checked trial (its workload and target rows ``wid``, ``gid``) unless its
+        fingerprint is stored; (row id, inserted)."""
         from ..runtime.targets import hlotune_version
-        fp = fingerprint(config, times, failure, tuner, seed, run, started, finished)
+        fp = fingerprint(t.config, t.times, t.failure, t.tuner, t.seed, t.run, t.started, t.finished)
         cur = self._write(
             "INSERT OR IGNORE INTO trials (workload_id, target_id, config, config_key, steps, times, median, "
             "failure, message, tuner, seed, run, started, finished, hlotune_version, fingerprint) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (wid, gid, json.dumps(config, sort_keys=True), config_key(config), json.dumps(steps), json.dumps(times),
-             median, failure, message[:4000], tuner, seed, run, started, finished, hlotune_version(), fp))
+            (wid, gid, json.dumps(t.config, sort_keys=True), config_key(t.config), json.dumps(t.steps),
+             json.dumps(t.times), t.median, t.failure, t.message[:4000], t.tuner, t.seed, t.run, t.started,
+             t.finished, hlotune_version(), fp))
         if cur.rowcount:
             return int(cur.lastrowid), True
         row = self.conn.execute("SELECT id FROM trials WHERE workload_id=? AND target_id=? AND fingerprint=?",

@@ -100,7 +100,7 @@ def plan_schedule(g: Graph, target, plan: dict, kernel_config) -> Schedule:
     from .task import fused_schedule
     hw = target.hardware
     s, workload = fused_schedule(g, target, plan)
-    for name in [n for n, st in s.stages.items() if st.attach == ("root",)]:
+    for name in [n for n, st in s.stages.items() if st.is_root]:
         st = s.stage(name)
         config = kernel_config(workload(name)[0])
         if config:

@@ -319,14 +319,14 @@ def _import_one(db, rec: dict, validate) -> bool:
     check_config(rec, db.space(w["key"], g["key"]))
     if validate is not None:
         validate(rec)
-    t = Trial(w["key"], g["key"], rec["config"], rec["steps"], rec["times"], rec["failure"])
+    t = Trial(w["key"], g["key"], rec["config"], rec["steps"], rec["times"], rec["failure"], rec["message"],
+              rec["tuner"], rec["seed"], rec["run"], rec["started"], rec["finished"])
     db.conn.execute("SAVEPOINT record")
     try:
         wid = db.add_workload(w["key"], w["family"], w["shapes"], w["dtypes"], w["description"], w["flops"],
                               w["bytes"])
         gid = db.add_target(g["key"], g["kind"], g["provenance"])
-        _, new = db._insert(wid, gid, rec["config"], rec["steps"], rec["times"], t.median, rec["failure"],
-                            rec["message"], rec["tuner"], rec["seed"], rec["run"], rec["started"], rec["finished"])
+        _, new = db._insert(wid, gid, t)
     except BaseException:
         db.conn.execute("ROLLBACK TO record")
         db.conn.execute("RELEASE record")

@@ -220,7 +220,7 @@ def stage_graph(s: Schedule, st: Stage) -> Graph:
         for t in input_tensors(op):
             k = (id(t.op), t.value_index)
             p = s.stage_of_op(t.op)
-            if k in seg_inputs or p is None or p.attach[0] == "root":
+            if k in seg_inputs or p is None or p.is_root:
                 if k not in seen:
                     seen.add(k)
                     inputs.append(t)
@@ -237,7 +237,7 @@ def segment_tasks(g: Graph, target: Target) -> list[tuple[Stage, Task]]:
     fuse(s, target.hardware)
     out = []
     for st in s.stages.values():
-        if st.attach != ("root",):
+        if not st.is_root:
             continue
         sg = stage_graph(s, st)
         out.append((st, Task(workload_key(sg), sg, classify(st, s), target)))
@@ -280,7 +280,7 @@ def fused_schedule(g: Graph, target: Target, plan: dict):
         fuse(s0, hw, {kn: v for kn, v in plan.items() if not kn.startswith(REWRITE_KINDS)})
 
     def workload(name: str) -> tuple[str, Graph]:
-        src = s0 if s0 is not None and name in s0.stages and s0.stages[name].attach == ("root",) else s
+        src = s0 if s0 is not None and name in s0.stages and s0.stages[name].is_root else s
         sg = stage_graph(src, src.stage(name))
         return workload_key(sg), sg
     return s, workload
@@ -318,7 +318,7 @@ def tuned_schedule_fn(db, target: Target, k: int = 8, plans: bool = True):
     def fn(g: Graph) -> Schedule:
         plan = stored_plan(db, g, target) if plans else {}      # the segment's measured fusion plan
         s, workload = fused_schedule(g, target, plan)
-        for name in [n for n, st in s.stages.items() if st.attach == ("root",)]:
+        for name in [n for n, st in s.stages.items() if st.is_root]:
             st = s.stage(name)
             key, sg = workload(name)
             task = Task(key, sg, classify(st, s), target)

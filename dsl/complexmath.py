@@ -21,7 +21,7 @@ from functools import cache
 from . import dtypes as dt
 from .dtypes import DType
 from .errors import DSLError
-from .expr import Expr, IterVar, binary, bitcast, const, select, unary
+from .expr import AxisKind, Expr, IterVar, binary, bitcast, const, select, unary
 from .ops import Op
 
 __all__ = ["Formula", "formula"]
@@ -62,7 +62,7 @@ class _Builder:
     def let(self, e: Expr) -> Expr:
         if e.op in (Op.CONST, Op.VAR):
             return e
-        v = IterVar(f"t{len(self.steps)}", 0, "param", e.dtype)
+        v = IterVar(f"t{len(self.steps)}", 0, AxisKind.PARAM, e.dtype)
         self.steps.append((v, e))
         return v.var
 
@@ -358,7 +358,7 @@ def formula(op: Op, dtype: DType) -> Formula:
     t = dtype.component
     b = _Builder(t)
     names = ("a_re", "a_im") + (("b_re", "b_im") if op in _BINARY else ())
-    params = tuple(IterVar(n, 0, "param", t) for n in names)
+    params = tuple(IterVar(n, 0, AxisKind.PARAM, t) for n in names)
     vals = [p.var for p in params]
     if op in _UNARY:
         res = _UNARY[op](b, (vals[0], vals[1]))

@@ -13,6 +13,7 @@ import itertools
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
@@ -73,19 +74,28 @@ class ExprOps:
         return cast(self, dtype)
 
 
+class AxisKind(StrEnum):
+    """What an ``IterVar`` ranges over: an output axis, a reduction axis, or a reducer's
+    combiner argument (extent 0)."""
+
+    DATA = "data"
+    REDUCE = "reduce"
+    PARAM = "param"
+
+
 @dataclass(frozen=True, eq=False)
 class IterVar(ExprOps):
-    """An index variable ranging over ``[0, extent)``.
-
-    ``kind`` is 'data' (an output axis), 'reduce' (a reduction axis) or 'param' (a reducer's
-    combiner argument, with ``extent`` 0).
-    """
+    """An index variable ranging over ``[0, extent)``; ``kind`` (an ``AxisKind``, or its
+    name) says over what."""
 
     name: str
     extent: int
-    kind: str = "data"
+    kind: AxisKind = AxisKind.DATA
     dtype: DType = dt.index
     uid: int = field(default_factory=lambda: next(_ids), compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "kind", AxisKind(self.kind))
 
     @cached_property
     def var(self) -> Expr:
@@ -432,7 +442,7 @@ def structural_key(roots, opcode=None) -> tuple:
     def vkey(v: IterVar):
         if v not in vars_:
             vars_[v] = len(vars_)
-        return ("v", vars_[v], v.kind, v.extent)
+        return ("v", vars_[v], v.kind.value, v.extent)
 
     def tkey(t):
         op = t.op

@@ -17,6 +17,7 @@ from . import dtypes as dt
 from .dtypes import DType
 from .errors import DSLError
 from .expr import (
+    AxisKind,
     Expr,
     ExprOps,
     IterVar,
@@ -230,7 +231,7 @@ def reduce_axis(extent: int, name: str = "k") -> IterVar:
     extent = int(extent)
     if extent < 1:
         raise DSLError(f"reduce axis '{name}' needs a positive extent, got {extent}")
-    return IterVar(name, extent, "reduce")
+    return IterVar(name, extent, AxisKind.REDUCE)
 
 
 #: The tag of one step of a log-step prefix scan (the front-end's cumulative reduce-window): each
@@ -255,7 +256,7 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = ""):
         if len(names) != len(shape):
             raise DSLError(f"compute '{name}': the function takes {len(names)} indices but the shape "
                            f"{list(shape)} has {len(shape)} dimensions")
-    axis = tuple(IterVar(n, s, "data") for n, s in zip(names, shape))
+    axis = tuple(IterVar(n, s, AxisKind.DATA) for n, s in zip(names, shape))
     out = fcompute(*axis)
     outs = tuple(out) if isinstance(out, (tuple, list)) else (out,)
     body = tuple(as_expr(o) for o in outs)
@@ -273,7 +274,7 @@ def compute(shape, fcompute: Callable, name: str = "compute", tag: str = ""):
             raise DSLError(f"compute '{name}': a reduction must be the outermost expression; "
                            "put the rest in a second compute")
         for e in walk([b]):
-            if e.op is Op.VAR and e.arg.kind == "reduce" and e.arg not in raxis:
+            if e.op is Op.VAR and e.arg.kind is AxisKind.REDUCE and e.arg not in raxis:
                 raise DSLError(f"compute '{name}': reduce axis '{e.arg.name}' is used outside "
                                "of a reduction over it")
     op = ComputeOp(name, axis, raxis, body, tag)
@@ -292,8 +293,8 @@ def comm_reducer(fcombine: Callable, fidentity: Callable, name: str = "reducer",
     single value (one REDUCE expr).
     """
     def build(dtypes: tuple[DType, ...]) -> Reducer:
-        lhs = tuple(IterVar(f"{name}_x{n}", 0, "param", d) for n, d in enumerate(dtypes))
-        rhs = tuple(IterVar(f"{name}_y{n}", 0, "param", d) for n, d in enumerate(dtypes))
+        lhs = tuple(IterVar(f"{name}_x{n}", 0, AxisKind.PARAM, d) for n, d in enumerate(dtypes))
+        rhs = tuple(IterVar(f"{name}_y{n}", 0, AxisKind.PARAM, d) for n, d in enumerate(dtypes))
         comb = fcombine(tuple(v.var for v in lhs), tuple(v.var for v in rhs))
         comb = tuple(comb) if isinstance(comb, (tuple, list)) else (comb,)
         ident = fidentity(dtypes)
@@ -312,7 +313,7 @@ def comm_reducer(fcombine: Callable, fidentity: Callable, name: str = "reducer",
         vals = tuple(as_expr(v) for v in vals)
         axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
         for a in axes:
-            if not isinstance(a, IterVar) or a.kind != "reduce":
+            if not isinstance(a, IterVar) or a.kind is not AxisKind.REDUCE:
                 raise DSLError(f"{name}: axis must be reduce_axis variables, got {a!r}")
         dts = tuple(v.dtype for v in vals)
         if dts not in cache:

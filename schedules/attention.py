@@ -197,12 +197,12 @@ def fold_members(s: Schedule, fold: Stage) -> list[Stage]:
     outputs = {id(t.op) for t in s.graph.outputs}
     for st in list(members):
         for p in _producers(s, st):
-            if p.attach == ("root",) and id(p.op) not in ids and id(p.op) not in outputs and \
+            if p.is_root and id(p.op) not in ids and id(p.op) not in outputs and \
                     readers[p.name] and all(id(r.op) in ids for r in readers[p.name]):
                 members.insert(0, p)
                 ids.add(id(p.op))
     order = list(s.stages)
-    return sorted((st for st in members if st.attach == ("root",)), key=lambda st: order.index(st.name))
+    return sorted((st for st in members if st.is_root), key=lambda st: order.index(st.name))
 
 
 def attach_fold(s: Schedule, hw) -> None:
@@ -214,7 +214,7 @@ def attach_fold(s: Schedule, hw) -> None:
     from .fusion_rules import classify
     from .templates.families import TEMPLATES
     one = replace(hw, threads=1)
-    for fold in [st for st in s.stages.values() if st.op.tag == FOLD and st.attach == ("root",)]:
+    for fold in [st for st in s.stages.values() if st.op.tag == FOLD and st.is_root]:
         c = fold.op.reduce_axis[0]
         qb = block_length(fold.op.axis[-2].extent, QB_MAX)
         members = fold_members(s, fold)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 from ..dsl.errors import ConfigError, ScheduleError
+from ..dsl.expr import AxisKind
 from .fusion_rules import PARALLEL_MIN_WORK, _contiguous_in, classify, simd_reducible
 from .schedule import Schedule, Stage
 from .templates.base import as_hardware
@@ -46,8 +47,8 @@ def loop_default(s: Schedule, st: Stage, threads=None, tiled: bool = True) -> No
     threads = hw.threads
     if tiled and _tiled_default(s, st, hw):
         return
-    data = [v for v in st.leaf if v.kind == "data"]
-    red = [v for v in st.leaf if v.kind == "reduce"]
+    data = [v for v in st.leaf if v.kind is AxisKind.DATA]
+    red = [v for v in st.leaf if v.kind is AxisKind.REDUCE]
     work = 1
     for v in st.leaf:
         work *= max(v.extent, 1)

@@ -68,7 +68,7 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
         nodes, expensive = _cost(st)
         for t in input_tensors(st.op):
             p = s.stage_of_op(t.op)
-            if p is not None and p.attach == ("inline",):
+            if p is not None and p.is_inline:
                 nodes += cost[p.name][0]
                 expensive += cost[p.name][1]
         cost[st.name] = (nodes, expensive)
@@ -107,9 +107,9 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
     if not epilogues:
         return choices
     for st in list(s.stages.values()):
-        d = epilogue_of(st.op) if st.attach == ("root",) else None
+        d = epilogue_of(st.op) if st.is_root else None
         ds = s.stage_of_op(d) if d is not None else None
-        if ds is not None and ds.attach == ("root",) and id(d) not in outputs and not streams_across(d) and \
+        if ds is not None and ds.is_root and id(d) not in outputs and not streams_across(d) and \
                 _readers_through_inline(readers, ds, s) == [st] and st.op.axis[-1].extent >= 4:
             c = Choice("epilogue", position[ds.name], 1)
             choices.append(c)
@@ -138,7 +138,7 @@ def _tree_size(s: Schedule, st: Stage, memo: dict, also: Stage | None = None) ->
     size: dict[int, int] = {}
     for e in walk(st.op.body):
         p = s.stage_of_op(e.arg.op) if e.op is Op.LOAD and isinstance(e.arg, Tensor) else None
-        inl = p is not None and (p.attach == ("inline",) or p is also)
+        inl = p is not None and (p.is_inline or p is also)
         own = _tree_size(s, p, memo, also) if inl else 1
         size[id(e)] = own + sum(size[id(x)] for x in e.src)
     memo[st.name] = sum(size[id(b)] for b in st.op.body)
@@ -153,7 +153,7 @@ def _inline_shared_once(s: Schedule, st: Stage, c: Choice, readers: dict, plan: 
     pass ``INLINE_TREE_MAX`` nodes. ``st``: the choice's stage. Returns the choice with its default."""
 
     def identity(p: Stage) -> bool:     # every read of p, through inlined readers, at own indices
-        return all(_identity_reads(p, r) and (r.attach != ("inline",) or identity(r)) for r in readers[p.name])
+        return all(_identity_reads(p, r) and (not r.is_inline or identity(r)) for r in readers[p.name])
 
     roots = _readers_through_inline(readers, st, s)
     if len(roots) != 1 or not identity(st) or _tree_size(s, roots[0], {}, st) > INLINE_TREE_MAX:
@@ -168,7 +168,7 @@ def _readers_through_inline(readers: dict, st: Stage, s: Schedule) -> list[Stage
     """The materialized stages reading ``st``, looking through inlined readers."""
     out: list[Stage] = []
     for r in readers[st.name]:
-        for x in (_readers_through_inline(readers, r, s) if r.attach == ("inline",) else [r]):
+        for x in (_readers_through_inline(readers, r, s) if r.is_inline else [r]):
             if x not in out:
                 out.append(x)
     return out
@@ -211,7 +211,7 @@ def default_schedule(outputs, inputs=None, threads=None, hw=None) -> Schedule:
     s = Schedule(outputs if isinstance(outputs, Graph) else Graph(outputs, inputs))
     fuse(s, hw)
     for st in list(s.stages.values()):
-        if st.attach == ("root",):
+        if st.is_root:
             stage_default(s, st, hw)
     return s
 

@@ -112,7 +112,7 @@ def absorbed_tile(s: Schedule, st: Stage) -> Stage | None:
     (see ``fuse_default``), or None."""
     d = epilogue_of(st.op)
     ds = s.stage_of_op(d) if d is not None else None
-    return ds if ds is not None and ds.attach[0] == "at" and ds.attach[1] is st else None
+    return ds if ds is not None and ds.is_at and ds.attach.stage is st else None
 
 
 #: the kinds of ``Choice`` (a plan's knobs are ``<kind><stage position>``)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from ..dsl import dtypes as dt
 from ..dsl.errors import ScheduleError
-from ..dsl.expr import Expr, IterVar, as_expr, binary, walk
+from ..dsl.expr import AxisKind, Expr, IterVar, as_expr, binary, walk
 from ..dsl.ops import Op
 from .gpu_gemm import gemm_plan
 from .loops import (
@@ -137,7 +137,7 @@ def static_extent(e: Expr) -> int | None:
 def gid_chain(s: Stmt) -> list[For]:
     """The root data loops to flatten onto one global index (see the module docstring)."""
     chain = []
-    while isinstance(s, For) and s.var.kind == "data" and s.extent.op is Op.CONST and s.kind is not LoopKind.BIND:
+    while isinstance(s, For) and s.var.kind is AxisKind.DATA and s.extent.op is Op.CONST and s.kind is not LoopKind.BIND:
         chain.append(s)
         s = s.body
     par = next((k for k, f in enumerate(chain) if f.kind is LoopKind.PARALLEL), None)
@@ -193,7 +193,7 @@ def _buffers(stmts) -> set[int]:
 
 
 def _index_var(name: str) -> IterVar:
-    return IterVar(name, 0, "param", dt.index)
+    return IterVar(name, 0, AxisKind.PARAM, dt.index)
 
 
 class _KernelLowerer:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from ..dsl import dtypes as dt
 from ..dsl.errors import ScheduleError
-from ..dsl.expr import Expr, IterVar, as_expr, binary, substitute, walk
+from ..dsl.expr import AxisKind, Expr, IterVar, as_expr, binary, substitute, walk
 from ..dsl.ops import Op
 from ..dsl.tensor import PlaceholderOp, Tensor, input_tensors
 from .bounds import Interval, const_difference, interval, simplify_index, static_range
@@ -71,8 +71,8 @@ class _Lowerer:
         self.args: list[Buffer] = []
         self.readers = self._readers()
         for st in s.stages.values():
-            if st.attach[0] == "at":
-                self.attached.setdefault(_leaf_of(st.attach[1], st.attach[2]), []).append(st)
+            if st.is_at:
+                self.attached.setdefault(_leaf_of(st.attach.stage, st.attach.axis), []).append(st)
 
     # -------------------------------------------------------------- graph facts
     def _stage_of(self, t: Tensor) -> Stage | None:
@@ -85,7 +85,7 @@ class _Lowerer:
 
         def load_fn(e, idx):
             p = self._stage_of(e.arg)
-            if p is None or p.attach[0] != "inline":
+            if p is None or not p.is_inline:
                 return None
             pb = self.body(p)[e.arg.value_index]
             return substitute(pb, dict(zip(p.op.axis, idx)))
@@ -107,7 +107,7 @@ class _Lowerer:
         def resolve(n, seen=()):
             res = set()
             for r in direct[n]:
-                if self.s.stages[r].attach[0] == "inline" and r not in seen:
+                if self.s.stages[r].is_inline and r not in seen:
                     res |= resolve(r, seen + (r,))
                 else:
                     res.add(r)
@@ -209,10 +209,10 @@ class _Lowerer:
                 rest = binary(Op.SUB, ext[r.parent], binary(Op.MUL, r.outer.var, f))
                 loop_ext[r.inner] = binary(Op.MIN, as_expr(f, dt.index), rest)
             else:
-                guards.append((binary(Op.LT, val[r.parent], ext[r.parent]), r.parent.kind == "reduce"))
+                guards.append((binary(Op.LT, val[r.parent], ext[r.parent]), r.parent.kind is AxisKind.REDUCE))
         absval: dict[IterVar, Expr] = {}
         for v in op.axis + op.reduce_axis:
-            absval[v] = val[v] if not dom or v.kind == "reduce" else binary(Op.ADD, dom[v].lo, val[v])
+            absval[v] = val[v] if not dom or v.kind is AxisKind.REDUCE else binary(Op.ADD, dom[v].lo, val[v])
         if dom and not self.overcomputable(st, absval):
             for v in op.axis:
                 a = absval[v]
@@ -245,8 +245,8 @@ class _Lowerer:
                 new = substitute(red.combine[0], {red.lhs[0]: accs[0], red.rhs[0]: vals[0]})
                 update: Stmt = Store(bufs[0], store_idx, new)
             else:
-                tv = [IterVar(f"{st.name}_v{k}", 0, "param", x.dtype) for k, x in enumerate(vals)]
-                tn = [IterVar(f"{st.name}_n{k}", 0, "param", c.dtype) for k, c in enumerate(red.combine)]
+                tv = [IterVar(f"{st.name}_v{k}", 0, AxisKind.PARAM, x.dtype) for k, x in enumerate(vals)]
+                tn = [IterVar(f"{st.name}_n{k}", 0, AxisKind.PARAM, c.dtype) for k, c in enumerate(red.combine)]
                 m = {**dict(zip(red.lhs, accs)), **{p: t.var for p, t in zip(red.rhs, tv)}}
                 update = seq(*[Store(b, store_idx, t.var) for b, t in zip(bufs, tn)])
                 for t, c in reversed(list(zip(tn, red.combine))):
@@ -255,20 +255,20 @@ class _Lowerer:
                     update = Let(t, x, update)
             if spec.where is not None:
                 update = If(self.to_buffers(spec.where), update)
-            first_red = next((k for k, v in enumerate(st.leaf) if v.kind == "reduce"), len(st.leaf))
+            first_red = next((k for k, v in enumerate(st.leaf) if v.kind is AxisKind.REDUCE), len(st.leaf))
             kl = bound_reduce_axis(st)
             if kl is not None:
                 inner = cross_item_reduce(self, st, kl, bufs, store_idx, vals, spec, loop_ext, guards, guarded)
                 return self.wrap(st, st.leaf[:first_red], inner, loop_ext)
-            init_nest = self.wrap(st, [v for v in st.leaf[first_red:] if v.kind == "data"],
+            init_nest = self.wrap(st, [v for v in st.leaf[first_red:] if v.kind is AxisKind.DATA],
                                   guarded(init, False), loop_ext, attach=False)
             kv = st.leaf[-1]
-            if kv.kind == "reduce" and st.annotations.get(kv) is LoopKind.VECTORIZE:
+            if kv.kind is AxisKind.REDUCE and st.annotations.get(kv) is LoopKind.VECTORIZE:
                 inner = self.vector_reduce(st, kv, bufs, store_idx, vals, spec, loop_ext, guards)
                 inner = self.wrap(st, st.leaf[first_red:-1], guarded(inner, False), loop_ext)
             else:
                 for v in st.leaf:
-                    check(not (v.kind == "reduce" and st.annotations.get(v) is LoopKind.VECTORIZE),
+                    check(not (v.kind is AxisKind.REDUCE and st.annotations.get(v) is LoopKind.VECTORIZE),
                           f"vectorize: reduction axis '{v.name}' of '{st.name}' must be the innermost loop")
                 inner = self.wrap(st, st.leaf[first_red:], guarded(update, True), loop_ext)
             return self.wrap(st, st.leaf[:first_red], seq(init_nest, inner), loop_ext)
@@ -321,7 +321,7 @@ class _Lowerer:
               f"vectorize: reduction axis '{kv.name}' of '{st.name}': a SIMD reduction needs a float32/64 or "
               "integer accumulator (floats under 32 bits round after every step; bool has no SIMD sum)")
         check(not self.attached.get(kv), f"vectorize: a stage is computed at reduction axis '{kv.name}'")
-        accs = [IterVar(f"{st.name}_acc{k or ''}", 0, "param", b.dtype) for k, b in enumerate(bufs)]
+        accs = [IterVar(f"{st.name}_acc{k or ''}", 0, AxisKind.PARAM, b.dtype) for k, b in enumerate(bufs)]
         body: Stmt = seq(*[Assign(a, substitute(r.combine[0], {r.lhs[0]: a.var, r.rhs[0]: v}))
                            for a, r, v in zip(accs, parts, vals)])
         conds = [c for c, r in guards if r]
@@ -385,7 +385,7 @@ class _Lowerer:
             if anc is not None:
                 regions.append(self.infer_region(p, cons, None, (owner, at), like=self.regions[anc.name]))
                 continue
-            check(cons.attach[0] == "at" and cons.attach[1] is owner and _inside(owner, cons.attach[2], at),
+            check(cons.is_at and cons.attach.stage is owner and _inside(owner, cons.attach.axis, at),
                   f"compute_at: '{p.name}' is read by {sorted(readers)}; it can only be computed at a loop of its "
                   f"readers, or of the stage they are computed at (inside that loop); '{name}' is not; "
                   f"'{at.name}' is a loop of '{owner.name}'")
@@ -407,12 +407,12 @@ class _Lowerer:
         tile, ``cache_write``) and that stage's region is already planned; else None. The tile
         then reads what that stage's region needs (a dot's operand computed beside the dot)."""
         anc = cons
-        while anc.attach[0] == "at" and anc.attach[1] is not owner:
-            anc = anc.attach[1]
-        if anc is cons or anc.attach[0] != "at" or anc.attach[1] is not owner or \
+        while anc.is_at and anc.attach.stage is not owner:
+            anc = anc.attach.stage
+        if anc is cons or not anc.is_at or anc.attach.stage is not owner or \
                 cons.op.shape != anc.op.shape or anc.name not in self.planned:
             return None
-        return anc if _inside(owner, anc.attach[2], at) else None
+        return anc if _inside(owner, anc.attach.axis, at) else None
 
     def infer_region(self, p: Stage, cons: Stage, at: IterVar | None, outer=None, like=None) -> list[Interval]:
         """Region of ``p`` that ``cons`` reads inside loop ``at`` (loops outside and ``at`` fixed);
@@ -501,13 +501,13 @@ class _Lowerer:
     def lower(self, name: str) -> LoweredFunc:
         allocs: list[Buffer] = self.make_args()
         for st in self.s.stages.values():
-            if st.attach[0] == "at":
-                tgt = st.attach[1]
-                check(tgt.attach[0] != "inline", f"compute_at: '{st.name}' is computed at a loop of "
+            if st.is_at:
+                tgt = st.attach.stage
+                check(not tgt.is_inline, f"compute_at: '{st.name}' is computed at a loop of "
                       f"'{tgt.name}', which is inlined")
         body: list[Stmt] = []
         for st in self.s.stages.values():
-            if st.attach[0] != "root":
+            if not st.is_root:
                 continue
             if st.name not in self.regions:
                 bufs = tuple(Buffer(st.name if k == 0 else f"{st.name}_v{k}", b.dtype, st.op.shape,
@@ -517,9 +517,9 @@ class _Lowerer:
                 allocs.extend(bufs)
             body.append(self.stage_nest(st, None))
         for st in self.s.stages.values():
-            if st.attach[0] == "at" and st.name not in self.regions:
-                raise ScheduleError(f"compute_at: '{st.name}' is computed at axis '{st.attach[2].name}' "
-                                    f"of '{st.attach[1].name}', which is not a loop of the final nest")
+            if st.is_at and st.name not in self.regions:
+                raise ScheduleError(f"compute_at: '{st.name}' is computed at axis '{st.attach.axis.name}' "
+                                    f"of '{st.attach.stage.name}', which is not a loop of the final nest")
         stmt = seq(*body)
         for b in reversed(allocs):
             stmt = Allocate(b, stmt)

@@ -51,7 +51,7 @@ def _producers(s: Schedule, st: Stage) -> list[Stage]:
             if p is None or id(p) in seen:
                 continue
             seen.add(id(p))
-            if p.attach == ("inline",):
+            if p.is_inline:
                 visit(p.op)
             elif p not in out:
                 out.append(p)
@@ -90,7 +90,7 @@ def chain(s: Schedule, d: Stage, readers: dict, outputs: set) -> list[Stage]:
     todo = _producers(s, d)
     while todo:
         p = todo.pop()
-        if p in found or p.attach != ("root",) or id(p.op) in outputs or p.op.tag == FOLD or \
+        if p in found or not p.is_root or id(p.op) in outputs or p.op.tag == FOLD or \
                 (p.op.num_outputs != 1 and not p.op.is_reduction) or \
                 len(p.op.shape) < nb or p.op.shape[:nb] != batch or (dense(p) and not attention):
             continue
@@ -121,7 +121,7 @@ def materialized_readers(s: Schedule) -> dict:
     def resolve(n, seen=()):
         out = []
         for r in direct[n]:
-            for x in (resolve(r.name, seen + (r.name,)) if r.attach == ("inline",) and r.name not in seen else [r]):
+            for x in (resolve(r.name, seen + (r.name,)) if r.is_inline and r.name not in seen else [r]):
                 if x not in out:
                     out.append(x)
         return out
@@ -173,8 +173,8 @@ def fuse_slices(s: Schedule, hw, plan: dict, position: dict, choice) -> list:
     out = []
     # consumers first: the second dot of attention claims the softmax before the softmax's own
     # output could take its statistics as a row chain
-    for d in reversed([st for st in s.stages.values() if st.attach == ("root",)]):
-        if d.attach != ("root",):
+    for d in reversed([st for st in s.stages.values() if st.is_root]):
+        if not d.is_root:
             continue
         members = chain(s, d, readers, outputs)
         size = slice_bytes(s, d, members) if members else None

@@ -14,12 +14,12 @@ import math
 import numpy as np
 
 from ..dsl.errors import ScheduleError
-from ..dsl.expr import Expr, IterVar, ReduceSpec, binary, const, select, substitute
+from ..dsl.expr import AxisKind, Expr, IterVar, ReduceSpec, binary, const, select, substitute
 from ..dsl.ops import Op
 from ..dsl.tensor import ComputeOp, Graph, Tensor, input_tensors
 from .gpu_gemm import GemmParams, gemm_form
 from .loops import LoopKind, Thread
-from .stage import FuseRel, SplitRel, Stage, check
+from .stage import INLINE, Attach, AttachKind, FuseRel, SplitRel, Stage, check
 from .steps import (
     ANNOTATIONS,
     INTRINSICS,
@@ -201,7 +201,7 @@ class Schedule:
             name = str(tensor)
         if readers is None:
             rs = tuple(st.name for st in self.stages.values()
-                       if st.attach != ("inline",) and _reads(self, st.op, self._tensor_named(name)))
+                       if not st.is_inline and _reads(self, st.op, self._tensor_named(name)))
         else:
             rs = tuple(self.stage(r).name for r in readers)
         return self.apply(CacheRead(name, scope, rs, None if layout is None else tuple(int(x) for x in layout),
@@ -305,7 +305,7 @@ def apply_step(s: Schedule, step):
         v = st.leaf_var(step.axis)
         check(v not in st.annotations, f"axis '{v.name}' of '{st.name}' is already '{st.annotations.get(v)}'")
         if step.kind == "parallel":
-            check(v.kind == "data", f"parallel: '{v.name}' of '{st.name}' is a reduction axis; "
+            check(v.kind is AxisKind.DATA, f"parallel: '{v.name}' of '{st.name}' is a reduction axis; "
                   "parallel threads would race on the accumulator")
         st.annotations[v] = LoopKind(step.kind)
         return None
@@ -313,7 +313,7 @@ def apply_step(s: Schedule, step):
         v = st.leaf_var(step.axis)
         check(v not in st.annotations, f"axis '{v.name}' of '{st.name}' is already '{st.annotations.get(v)}'")
         thread = Thread.parse(step.thread)
-        check(v.kind == "data" or thread.axis == "local",
+        check(v.kind is AxisKind.DATA or thread.axis == "local",
               f"bind: '{v.name}' of '{st.name}' is a reduction axis; only work-item indices (local.*, threadIdx.*) "
               "can share a reduction (a tree across the work-group)")
         st.annotations[v] = thread
@@ -327,19 +327,19 @@ def apply_step(s: Schedule, step):
               f"compute_at: stage '{st.name}' has several outputs (only a tuple reduction may be computed at a loop)")
         check(not _is_output(s, st), f"compute_at: '{st.name}' is an output of the graph; "
               "outputs are computed at root")
-        st.attach = ("at", tgt, v)
+        st.attach = Attach(AttachKind.AT, tgt, v)
         return None
     if isinstance(step, ComputeInline):
         check(not st.op.is_reduction, f"compute_inline: '{st.name}' is a reduction; only "
               "elementwise/injective stages can be inlined")
         check(not _is_output(s, st), f"compute_inline: '{st.name}' is an output of the graph")
         check(st.op.num_outputs == 1, f"compute_inline: stage '{st.name}' has several outputs")
-        st.attach = ("inline",)
+        st.attach = INLINE
         return None
     if isinstance(step, CacheWrite):
         check(step.scope in ("local", "global", "shared"),
               f"cache_write: unknown scope '{step.scope}' (local, shared or global)")
-        check(not st.relations and not st.annotations and st.attach == ("root",),
+        check(not st.relations and not st.annotations and st.is_root,
               f"cache_write: schedule '{st.name}' after cache_write, not before")
         check(st.op.num_outputs == 1, f"cache_write: stage '{st.name}' has several outputs")
         check(st.origin is None, f"cache_write: '{st.name}' already has a cache stage")
@@ -350,7 +350,7 @@ def apply_step(s: Schedule, step):
 def _tensorize(s: Schedule, st: Stage, step: Tensorize) -> None:
     check(step.intrinsic in INTRINSICS, f"tensorize: unknown intrinsic '{step.intrinsic}'; expected one of "
           f"{list(INTRINSICS)}")
-    check(st.attach == ("root",) and not st.relations and not st.annotations,
+    check(st.is_root and not st.relations and not st.annotations,
           f"tensorize: '{st.name}' must be a root stage with no other step (tensorize it first)")
     check(st.op.is_reduction and st.op.num_outputs == 1 and st.op.body[0].arg.reducer.name == "sum"
           and st.op.body[0].arg.where is None,
@@ -385,14 +385,14 @@ def _cache_read(s: Schedule, step: CacheRead) -> Tensor:
     check(step.readers, f"cache_read: '{step.stage}' has no readers to redirect")
     readers = [s.stage(r) for r in step.readers]
     for r in readers:
-        check(r.attach != ("inline",), f"cache_read: reader '{r.name}' is inlined")
+        check(not r.is_inline, f"cache_read: reader '{r.name}' is inlined")
         check(_reads(s, r.op, t), f"cache_read: stage '{r.name}' does not read '{step.stage}'")
     dims, src_of = _split_dims(t.shape, step.split, step.stage)
     n = len(dims)
     perm = tuple(range(n)) if step.layout is None else tuple(step.layout)
     check(sorted(perm) == list(range(n)), f"cache_read: layout {list(perm)} of '{step.stage}' is not a "
           f"permutation of its {n} dimensions (after splits)")
-    axes = tuple(IterVar(f"ax{p}", dims[p], "data") for p in perm)
+    axes = tuple(IterVar(f"ax{p}", dims[p], AxisKind.DATA) for p in perm)
     pos = [None] * n
     for d, p in enumerate(perm):
         pos[p] = axes[d].var

@@ -5,9 +5,11 @@ lowering and the work-group reductions (schedule.py, lower.py, xreduce.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import NamedTuple
 
 from ..dsl.errors import ScheduleError
-from ..dsl.expr import IterVar
+from ..dsl.expr import AxisKind, IterVar
 from ..dsl.tensor import ComputeOp
 
 
@@ -32,6 +34,27 @@ class FuseRel:
     fused: IterVar
 
 
+class AttachKind(StrEnum):
+    """Where a stage is computed (see ``Attach``)."""
+
+    ROOT = "root"
+    INLINE = "inline"
+    AT = "at"
+
+
+class Attach(NamedTuple):
+    """A stage's attach point: its own loop nest (``ROOT``), inlined into its readers
+    (``INLINE``), or inside loop ``axis`` of ``stage`` (``AttachKind.AT``)."""
+
+    kind: AttachKind
+    stage: Stage | None = None
+    axis: IterVar | None = None
+
+
+ROOT = Attach(AttachKind.ROOT)
+INLINE = Attach(AttachKind.INLINE)
+
+
 @dataclass(eq=False)
 class Stage:
     """Scheduling state of one compute op (mutable while steps are applied)."""
@@ -41,7 +64,7 @@ class Stage:
     leaf: list[IterVar]
     relations: list = field(default_factory=list)
     annotations: dict = field(default_factory=dict)     # IterVar -> LoopKind, or the Thread it is bound to
-    attach: tuple = ("root",)                            # ('root',) | ('inline',) | ('at', Stage, IterVar)
+    attach: Attach = ROOT
     scope: str = "global"
     vars: dict = field(default_factory=dict)             # name -> IterVar (every var ever made)
     origin: ComputeOp | None = None                      # op before cache_write (what readers load)
@@ -52,6 +75,18 @@ class Stage:
     def __post_init__(self):
         for v in self.op.axis + self.op.reduce_axis:
             self._register(v)
+
+    @property
+    def is_root(self) -> bool:
+        return self.attach.kind is AttachKind.ROOT
+
+    @property
+    def is_inline(self) -> bool:
+        return self.attach.kind is AttachKind.INLINE
+
+    @property
+    def is_at(self) -> bool:
+        return self.attach.kind is AttachKind.AT
 
     def _register(self, v: IterVar, name: str | None = None) -> IterVar:
         """Give ``v`` a name unique in this stage (two axes both called 'k' become k, k_1)."""
@@ -69,7 +104,7 @@ class Stage:
     def name_of(self, v: IterVar) -> str:
         return self.local[v]
 
-    def fresh(self, name: str, extent: int, kind: str) -> IterVar:
+    def fresh(self, name: str, extent: int, kind: AxisKind) -> IterVar:
         base, n = name, 0
         while name in self.vars:
             n += 1

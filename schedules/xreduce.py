@@ -22,7 +22,7 @@ the nest is also the reference meaning of the schedule.
 from __future__ import annotations
 
 from ..dsl import dtypes as dt
-from ..dsl.expr import IterVar, as_expr, binary, substitute
+from ..dsl.expr import AxisKind, IterVar, as_expr, binary, substitute
 from ..dsl.ops import Op
 from .loops import Allocate, Assign, Barrier, Buffer, For, If, Let, LoopKind, Stmt, Store, Thread, seq
 from .stage import Stage, check
@@ -30,7 +30,7 @@ from .stage import Stage, check
 
 def bound_reduce_axis(st: Stage) -> IterVar | None:
     """The reduction leaf bound to a work-item index, if any."""
-    vs = [v for v in st.leaf if v.kind == "reduce" and isinstance(st.annotations.get(v), Thread)]
+    vs = [v for v in st.leaf if v.kind is AxisKind.REDUCE and isinstance(st.annotations.get(v), Thread)]
     check(len(vs) <= 1, f"bind: stage '{st.name}' binds {len(vs)} reduction loops; bind at most one")
     return vs[0] if vs else None
 
@@ -40,10 +40,10 @@ def cross_item_reduce(lw, st: Stage, kl: IterVar, bufs, store_idx, vals, spec, l
     """The statements for one output of ``st`` reduced across the work-items of ``kl`` (see the
     module docstring); ``lw`` is the lowerer (for ``wrap``)."""
     red = spec.reducer
-    first = next(k for k, v in enumerate(st.leaf) if v.kind == "reduce")
+    first = next(k for k, v in enumerate(st.leaf) if v.kind is AxisKind.REDUCE)
     rest = st.leaf[first + 1:]
     thread = st.annotations[kl]
-    check(st.leaf[first] is kl and all(v.kind == "reduce" for v in rest),
+    check(st.leaf[first] is kl and all(v.kind is AxisKind.REDUCE for v in rest),
           f"bind: reduction loop '{kl.name}' of '{st.name}' bound to {thread} must be the outermost "
           "reduction loop with only reduction loops inside it")
     check(not any(st.annotations.get(v) is LoopKind.VECTORIZE for v in rest),
@@ -57,13 +57,13 @@ def cross_item_reduce(lw, st: Stage, kl: IterVar, bufs, store_idx, vals, spec, l
           "power-of-two extent (split the reduction axis by a power of two)")
     d = bufs[0].dtype
     buf = Buffer(f"{st.name}_red", d, (L,), "shared")
-    acc = IterVar(f"{st.name}_acc", 0, "param", d)
+    acc = IterVar(f"{st.name}_acc", 0, AxisKind.PARAM, d)
 
     def combine(a, b):
         return substitute(red.combine[0], {red.lhs[0]: a, red.rhs[0]: b})
 
     def lane(tag: str) -> IterVar:
-        return IterVar(f"{kl.name}.{tag}", L, "data")
+        return IterVar(f"{kl.name}.{tag}", L, AxisKind.DATA)
 
     update: Stmt = Assign(acc, combine(acc.var, vals[0]))
     if spec.where is not None:

@@ -3,7 +3,6 @@ budgets."""
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import time

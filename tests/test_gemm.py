@@ -206,7 +206,7 @@ def test_epilogues_run_on_the_dot_tile_and_match(data, m, n, k, kind):
     except ScheduleError as e:
         event(f"invalid: {str(e)[:40]}")
         reject()
-    assert s.stage(C).attach[0] == "at"          # computed inside the epilogue's loops
+    assert s.stage(C).is_at          # computed inside the epilogue's loops
     assert "C = alloc" not in str(s.lower()).split("for ")[0]
     ins = random_inputs([E], seed=3)
     assert_close(as_tuple(f(*ins))[0], evaluate([E], ins)[0], *MATMUL_F32)

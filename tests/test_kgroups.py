@@ -65,7 +65,7 @@ def group_dot(batch, m, n, k, ta, tb, out_dtype="float32", kind=KINDS[0]):
 def _stage(out):
     s = hlotune.Schedule(out)
     fuse_default(s)
-    st_ = next(x for x in s.stages.values() if x.attach == ("root",))
+    st_ = next(x for x in s.stages.values() if x.is_root)
     return s, st_, TEMPLATES[classify(st_)]
 
 

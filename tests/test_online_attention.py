@@ -85,7 +85,7 @@ def test_the_block_chain_lives_inside_the_fold():
     g2, _ = rewrite(g, online_plan(g), Choice, HW)
     s = default_schedule(g2, hw=HW)
     fold = next(st for st in s.stages.values() if st.op.tag == FOLD)
-    inside = {n for n, st in s.stages.items() if st.attach[0] == "at" and st.attach[1] is fold}
+    inside = {n for n, st in s.stages.items() if st.is_at and st.attach.stage is fold}
     assert {"scores", "o_bmax", "o_bexp", "o_bsum", "o_bdot"} <= inside
     src = build(s, "cpu").source
     assert "v_scores[" in src and f"[{64 * 1024}]" not in src      # never a whole head's scores

@@ -70,7 +70,7 @@ def test_tuning_measures_plans_within_the_budget_and_compile_uses_the_winner(tmp
     from hlotune.schedules.schedule import Schedule
     want = Schedule(ptask.graph)
     fuse(want, CPU.hardware, flip)
-    inlined = lambda s: {n for n, st in s.stages.items() if st.attach == ("inline",)}   # noqa: E731
+    inlined = lambda s: {n for n, st in s.stages.items() if st.is_inline}   # noqa: E731
     assert inlined(got) == inlined(want) != inlined(tuned_schedule_fn(None, CPU)(ptask.graph))
     ins = m.random_inputs()
     np.testing.assert_allclose(hlotune.compile(m, "cpu", db=str(db_path))(*ins), hlotune.compile(m, "cpu")(*ins),

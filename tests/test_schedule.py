@@ -502,7 +502,7 @@ def test_default_packs_a_transposed_view_read_by_a_dot():
     for hw in (_hw(64, 32), _hw(32, 16)):
         s = default_schedule(C, threads=hw)
         nb, kk, nr = allocs(s)["KT.shared"][1]
-        assert s.stage("KT").attach == ("inline",) and kk == 32 and nr % (hw.vector_bytes // 4) == 0
+        assert s.stage("KT").is_inline and kk == 32 and nr % (hw.vector_bytes // 4) == 0
         assert microkernels(s, hw) == 1
         check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
 
@@ -551,7 +551,7 @@ def test_default_materializes_a_16bit_rounding_that_a_dot_rereads():
     C = dsl.compute((64, 40), lambda i, j: dsl.sum(dsl.cast(Xb[i, k], "float32") * dsl.cast(W[k, j], "float32"),
                                                    axis=k), name="C")
     s = default_schedule(C, threads=2)
-    assert s.stage("Xb").attach == ("root",)
+    assert s.stage("Xb").is_root
     check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
 
 

@@ -59,7 +59,7 @@ def _schedule(outs, ins, plan_value=None):
         s = Schedule(g)
         fuse(s, HW, {c.knob: plan_value for c in slices})
     for x in list(s.stages.values()):
-        if x.attach == ("root",):
+        if x.is_root:
             stage_default(s, x, HW)
     return s, slices
 
@@ -67,7 +67,7 @@ def _schedule(outs, ins, plan_value=None):
 def _attached_to(s, name):
     """The names of the graph's stages computed at a loop of stage ``name``."""
     d = s.stage(name)
-    return [x.name for x in s.stages.values() if x.attach[0] == "at" and x.attach[1] is d and x.name in "SMEL"]
+    return [x.name for x in s.stages.values() if x.is_at and x.attach.stage is d and x.name in "SMEL"]
 
 
 def _check(s, outs, ins):
@@ -95,20 +95,20 @@ def test_attention_runs_per_head_in_the_second_dot():
     o = s.stage("O")
     for name in ("S", "M", "E", "L"):
         x = s.stage(name)
-        assert x.attach[0] == "at" and x.attach[1] is o, name
+        assert x.is_at and x.attach.stage is o, name
     lw = _Lowerer(s)
     lw.lower("f")
     assert [iv.ext for iv in lw.planned["S"]] == [1, 128, 128]      # one head's scores, not 12
     assert [iv.ext for iv in lw.planned["L"]] == [1, 128]
     _check(s, outs, ins)
     off, _ = _schedule(outs, ins, 0)
-    assert all(off.stage(n).attach == ("root",) for n in ("S", "L"))    # (M may join E per row)
+    assert all(off.stage(n).is_root for n in ("S", "L"))    # (M may join E per row)
 
 
 def test_chains_read_outside_are_not_offered():
     outs, ins = attention((4,), 16, 16, 8, scores_out=True)     # the scores are an output too
     s, _ = _schedule(outs, ins)
-    assert s.stage("S").attach == ("root",) and _attached_to(s, "O") == []
+    assert s.stage("S").is_root and _attached_to(s, "O") == []
     _check(s, outs, ins)
 
 
@@ -131,14 +131,14 @@ def test_a_chain_across_batches_is_not_offered():
     r2 = dsl.reduce_axis(n, name="r2")
     O = dsl.compute((H, n, n), lambda h, i, j: dsl.sum(T[h, i, r2] * B[h, r2, j], axis=r2), name="O")
     s, _ = _schedule([O], [A, B], 1)
-    assert s.stage("S").attach == ("root",)
+    assert s.stage("S").is_root
     _check(s, [O], [A, B])
 
 
 def test_scores_shared_by_two_readers_computed_once_per_slice():
     outs, ins = attention((2,), 8, 8, 4)
     s, _ = _schedule(outs, ins, 1)
-    assert s.stage("E").attach[0] == "at"        # E is read by L and by O: one buffer per slice
+    assert s.stage("E").is_at        # E is read by L and by O: one buffer per slice
     lw = _Lowerer(s)
     lw.lower("f")
     assert [iv.ext for iv in lw.planned["E"]] == [1, 8, 8]
@@ -179,7 +179,7 @@ def test_layer_norm_statistics_per_row_inside_the_output():
     s, slices = _schedule(outs, ins)
     assert [c.default for c in slices] == [1]
     y = s.stage("Y")
-    assert all(s.stage(n).attach[0] == "at" and s.stage(n).attach[1] is y for n in ("S", "V"))
+    assert all(s.stage(n).is_at and s.stage(n).attach.stage is y for n in ("S", "V"))
     lw = _Lowerer(s)
     lw.lower("f")
     assert [iv.ext for iv in lw.planned["V"]] == [1]

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from ...dsl.expr import IterVar, const
+from ...dsl.expr import AxisKind, IterVar, const
 from ...dsl.tensor import Graph, WhileLoop, extern
 from .common import dtype_of, eval_scalar, ew, flatten, ints, unsupported
 from .sortkeys import lex_keys, lexsort_perm, sortable
@@ -145,7 +145,7 @@ def lower_sort(ctx, instr, operands):
     rank = len(operands[0].shape)
     dim = dim % rank if rank else 0
     fn = ctx.scalar_fn(instr.attr("to_apply"), instr)
-    pv = [IterVar(f"s{k}", 0, "param", operands[k // 2].dtype) for k in range(2 * n)]
+    pv = [IterVar(f"s{k}", 0, AxisKind.PARAM, operands[k // 2].dtype) for k in range(2 * n)]
     less = fn([v.var for v in pv])[0]
     keys = lex_keys(less, pv)
     log.debug("sort '%s': %s", instr.name, f"{len(keys)} key(s), lexsort" if keys else "pairwise comparator")

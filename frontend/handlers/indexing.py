@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...dsl.expr import Expr, IterVar, binary, const, select
+from ...dsl.expr import AxisKind, Expr, IterVar, binary, const, select
 from ...dsl.ops import Op
 from ...dsl.tensor import extern
 from .common import all_of, as_index, clip, dims_of, eval_scalar, ew, ints, load, unsupported
@@ -125,8 +125,8 @@ def lower_scatter(ctx, instr, operands):
           ints(instr, "scatter_dims_to_operand_dims"),
           instr.attr("index_vector_dim", len(ind.shape)),
           ints(instr, "input_batching_dims"), ints(instr, "scatter_indices_batching_dims"))
-    lhs = [IterVar(f"acc{k}", 0, "param", t.dtype) for k, t in enumerate(xs)]
-    rhs = [IterVar(f"upd{k}", 0, "param", t.dtype) for k, t in enumerate(upds)]
+    lhs = [IterVar(f"acc{k}", 0, AxisKind.PARAM, t.dtype) for k, t in enumerate(xs)]
+    rhs = [IterVar(f"upd{k}", 0, AxisKind.PARAM, t.dtype) for k, t in enumerate(upds)]
     comb = fn([v.var for v in lhs] + [v.var for v in rhs])
     ufunc = None
     if n == 1 and comb[0].op in (Op.ADD, Op.MUL, Op.MAX, Op.MIN) and \

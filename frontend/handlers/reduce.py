@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 from ...dsl import dtypes as dt
-from ...dsl.expr import IterVar, binary, const, select
+from ...dsl.expr import AxisKind, IterVar, binary, const, select
 from ...dsl.ops import Op
 from ...dsl.tensor import SCAN_STEP, comm_reducer, compute, limit_value, reduce_axis
 from ...dsl.tensor import max as dsl_max
@@ -29,7 +29,7 @@ _BUILTIN_OPS = (Op.ADD, Op.MUL, Op.MAX, Op.MIN, Op.AND, Op.OR)
 
 def _builtin(fn, d):
     """(reducer, identity) when ``fn`` is a built-in binary op of its two parameters."""
-    a, b = IterVar("a", 0, "param", d), IterVar("b", 0, "param", d)
+    a, b = IterVar("a", 0, AxisKind.PARAM, d), IterVar("b", 0, AxisKind.PARAM, d)
     r = fn([a.var, b.var])
     if len(r) != 1 or r[0].op not in _BUILTIN_OPS:
         return None

@@ -20,7 +20,7 @@ import itertools
 import numpy as np
 
 from ...dsl import dtypes as dt
-from ...dsl.expr import IterVar, binary, const, select
+from ...dsl.expr import AxisKind, IterVar, binary, const, select
 from ...dsl.ops import Op
 from ...dsl.tensor import comm_reducer, compute, reduce_axis
 from .common import all_of, dims_of, eval_scalar, load, unsupported
@@ -46,7 +46,7 @@ def _window(ctx, instr, rank: int):
 
 def _ordering(fn, d):
     """The comparison op when ``select(a, b)`` is ``a OP b`` on its two parameters, else None."""
-    a, b = IterVar("a", 0, "param", d), IterVar("b", 0, "param", d)
+    a, b = IterVar("a", 0, AxisKind.PARAM, d), IterVar("b", 0, AxisKind.PARAM, d)
     (r,) = fn([a.var, b.var])
     if r.op in _ORDERS and [s.op for s in r.src] == [Op.VAR, Op.VAR] and \
             (r.src[0].arg, r.src[1].arg) == (a, b):
@@ -144,8 +144,8 @@ def select_and_scatter_numpy(x, src, init, size, stride, pad, select_fn, scatter
 
 
 def _extern(ctx, instr, x, src, init, size, stride, pad, sel_fn, sc_fn):
-    pa = [IterVar(f"s{k}", 0, "param", x.dtype) for k in range(2)]
-    pb = [IterVar(f"c{k}", 0, "param", src.dtype) for k in range(2)]
+    pa = [IterVar(f"s{k}", 0, AxisKind.PARAM, x.dtype) for k in range(2)]
+    pb = [IterVar(f"c{k}", 0, AxisKind.PARAM, src.dtype) for k in range(2)]
     sel = sel_fn([v.var for v in pa])[0]
     sc = sc_fn([v.var for v in pb])[0]
 

@@ -7,6 +7,7 @@ Index conventions: ``D`` are a stage's data axes (outer to inner), ``R`` its red
 from __future__ import annotations
 
 from ...dsl.errors import ScheduleError
+from ...dsl.expr import AxisKind
 from ..fusion_rules import CHOICE_KINDS, classify, classify_op, simd_reducible
 from ..schedule import Stage, check
 from .base import Knob, Template, as_hardware, is_pow2, parallel_fuse, pow2_upto, split_last_reduction
@@ -119,7 +120,7 @@ class Generic(Template):
         threads = hw.threads
         lead = []
         for v in st.leaf:
-            if v.kind != "data":
+            if v.kind is not AxisKind.DATA:
                 break
             lead.append(v)
         if c["parallel"] and lead:

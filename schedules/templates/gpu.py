@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from functools import cache
 
-from ...dsl.expr import walk
+from ...dsl.expr import AxisKind, walk
 from ...dsl.ops import Op
 from ...dsl.tensor import Tensor
 from ..schedule import Schedule, Stage, check
@@ -47,7 +47,7 @@ def _fused_data(s: Schedule, st: Stage):
     """The stage's leading data loops fused into one (None when it has none)."""
     lead = []
     for v in st.leaf:
-        if v.kind != "data":
+        if v.kind is not AxisKind.DATA:
             break
         lead.append(v)
     if not lead:
@@ -175,7 +175,7 @@ class ReductionCL(_CLTemplate):
     def steps(self, s, st, c, hw):
         check(c["split_k"] > 1 or not c["unroll_k"], "opencl: unroll_k needs split_k > 1")
         lk = c["local_k"]
-        reds = [v for v in st.leaf if v.kind == "reduce"]
+        reds = [v for v in st.leaf if v.kind is AxisKind.REDUCE]
         kl = None
         if lk > 1:      # the last reduction axis split across lk work-items: k = ko * lk + kl
             check(c.get("local", 1) == 1 and c.get("order", "inner") == "inner",
@@ -278,7 +278,7 @@ class TiledCL(_CLTemplate):
                 s.vectorize(yt)        # the copy out of the register tile
             s.compute_at(cc, yl)
             tile = list(s.stage(cc).op.axis)[-2:]
-        rs = [v for v in red_stage.leaf if v.kind == "reduce"]
+        rs = [v for v in red_stage.leaf if v.kind is AxisKind.REDUCE]
         big = max(rs, key=lambda v: v.extent)
         ks = [v for v in rs if v is not big] + [big]
         if c["split_k"] > 1:
