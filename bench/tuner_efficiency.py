@@ -2,10 +2,12 @@
 replay ``bayes`` and ``random`` from the log over many seeds (no device needed for the
 replay, as Kernel Tuner's simulation mode).
 
-Run: ``python -m bench.tuner_efficiency [--sample 256] [--seeds 10] [--space-cache PATH]``. Tasks: a dot
-(batched_matmul), a reduction (the largest of the reductions module) and a convolution (conv2d_nhwc_3x3) from
-the corpus. Each space is measured completely when it has at most ``--sample`` points, else
-on a uniform sample of that many points, which is then the replayed space for every tuner.
+Run: ``python -m bench.tuner_efficiency [--sample 256] [--samples 3] [--seeds 10] [--space-cache PATH]``.
+Tasks: a dot (batched_matmul), a reduction (the largest of the reductions module) and a convolution
+(conv2d_nhwc_3x3) from the corpus. Each space is measured completely when it has at most ``--sample``
+points, else on ``--samples`` uniform samples of that many points (sample seeds 0, 1, ...), each
+then a replayed space for every tuner, so that one lucky sample cannot decide: per space the
+table gives the median over samples and seeds, and the notes each sample's median.
 ``bayes`` is replayed for ``--trials`` trials, ``random`` over every valid point of the measured
 space, so that its trials to within 5% of the best are a number (the target: bayes in at most
 half of them).
@@ -68,8 +70,8 @@ def load_cache(path: Path | None) -> dict:
 
 
 def cached_space(cache: dict, label: str, task, sample: int) -> tuple[dict, float] | None:
-    """The log recorded for ``task`` under ``label`` with the same sample size, and the seconds
-    it took to measure; None when there is none."""
+    """The log recorded for ``task`` under ``label`` (a task and its sample seed) with the same
+    sample size, and the seconds it took to measure; None when there is none."""
     e = cache.get(label)
     if e and e["key"] == task.key and e["sample"] == sample and e["space_size"] == task.space.size:
         return e["log"], e["seconds"]
@@ -102,6 +104,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sample", type=int, default=256)
     ap.add_argument("--seeds", type=int, default=10)
+    ap.add_argument("--samples", type=int, default=3, help="samples of each space too large to measure whole")
     ap.add_argument("--trials", type=int, default=64)
     ap.add_argument("--space-cache", type=Path, default=None,
                     help="JSON file of measured spaces: read when it has a task's space, written after measuring")
@@ -109,63 +112,75 @@ def main(argv=None):
     args = ap.parse_args(argv)
     tuners = args.tuners.split(",")
     cache = load_cache(args.space_cache)
-    env = environment({"sample": args.sample, "seeds": args.seeds})
+    env = environment({"sample": args.sample, "samples": args.samples, "seeds": args.seeds})
     tasks = [("dot", pick_task("batched_matmul", "dot")), ("reduction", pick_task("reductions", "reduction")),
              ("conv", pick_task("conv2d_nhwc_3x3", "conv"))]
     rows, table, verdicts = [], [], []
     for label, task in tasks:
-        cached = cached_space(cache, label, task, args.sample)
-        if cached is None:
-            t0 = time.perf_counter()
-            log = measure_space(task, args.sample)
-            mtime = time.perf_counter() - t0
-            if args.space_cache is not None:
-                cache[label] = {"key": task.key, "sample": args.sample, "space_size": task.space.size,
-                                "seconds": mtime, "log": log, "loadavg": env.get("loadavg_before")}
-                args.space_cache.write_text(json.dumps(cache))
-        else:
-            log, mtime = cached
-        ok = [v for v in log.values() if isinstance(v, float)]
-        invalid = sum(1 for v in log.values() if v == "invalid")
-        near = sum(1 for v in ok if v <= 1.05 * min(ok))
-        space_best = min(ok)
-        need = {}
-        valid = len(log) - invalid
-        for tuner in tuners:
-            # random is replayed over the whole measured space (it is cheap), so its median is a
-            # number rather than "more than --trials"; the model-based tuners over --trials
-            horizon = valid if tuner == "random" else args.trials
-            traces = [replay(tuner, task, log, s, horizon) for s in range(args.seeds)]
-            for s, tr in enumerate(traces):
-                for k, v in enumerate(tr):
-                    rows.append({"task": label, "tuner": tuner, "seed": s, "trial": k + 1,
-                                 "best_so_far_s": v, "relative_to_space_best": v / space_best})
-            rel = [[tr[min(c, len(tr)) - 1] / space_best for tr in traces] for c in CHECKPOINTS]
-            within = []
-            for tr in traces:
-                hit = next((k + 1 for k, v in enumerate(tr) if v <= 1.05 * space_best), None)
-                within.append(hit if hit is not None else math.inf)
-            need[tuner] = statistics.median(within)
-            table.append([label, f"{len(log)} of {task.space.size}", tuner]
-                         + [f"{statistics.median(r):.3f}" for r in rel] + [f"{need[tuner]:g}"])
+        whole = task.space.size <= args.sample
+        samples = []
+        for k in range(1 if whole else args.samples):
+            name = label if k == 0 else f"{label}#{k}"
+            cached = cached_space(cache, name, task, args.sample)
+            if cached is None:
+                t0 = time.perf_counter()
+                log = measure_space(task, args.sample, seed=k)
+                mtime = time.perf_counter() - t0
+                if args.space_cache is not None:
+                    cache[name] = {"key": task.key, "sample": args.sample, "space_size": task.space.size,
+                                   "seconds": mtime, "log": log, "loadavg": env.get("loadavg_before")}
+                    args.space_cache.write_text(json.dumps(cache))
+            else:
+                log, mtime = cached
+            samples.append((k, log, mtime, cached is not None))
+        need = {t: [] for t in tuners}          # per sample: median over seeds
+        rel = {t: [[] for _ in CHECKPOINTS] for t in tuners}
+        facts = []
+        for k, log, mtime, was_cached in samples:
+            ok = [v for v in log.values() if isinstance(v, float)]
+            invalid = sum(1 for v in log.values() if v == "invalid")
+            near = sum(1 for v in ok if v <= 1.05 * min(ok))
+            space_best = min(ok)
+            valid = len(log) - invalid
+            for tuner in tuners:
+                # random is replayed over the whole measured space (it is cheap), so its median is a
+                # number rather than "more than --trials"; the model-based tuners over --trials
+                horizon = valid if tuner == "random" else args.trials
+                traces = [replay(tuner, task, log, s, horizon) for s in range(args.seeds)]
+                for s, tr in enumerate(traces):
+                    for j, v in enumerate(tr):
+                        rows.append({"task": label, "sample": k, "tuner": tuner, "seed": s, "trial": j + 1,
+                                     "best_so_far_s": v, "relative_to_space_best": v / space_best})
+                for c, r in zip(CHECKPOINTS, rel[tuner]):
+                    r += [tr[min(c, len(tr)) - 1] / space_best for tr in traces]
+                within = [next((j + 1 for j, v in enumerate(tr) if v <= 1.05 * space_best), math.inf)
+                          for tr in traces]
+                need[tuner].append(statistics.median(within))
+            facts.append(f"sample {k}: measured in {mtime:.0f} s{' (space cache)' if was_cached else ''}, "
+                         f"{near} of {valid} valid configs within 5% of its best, {invalid} break a template rule, "
+                         f"{len(log) - len(ok) - invalid} failed")
         def shown(v):
             return f"{v:g}" if math.isfinite(v) else f"more than {args.trials}"
-        others = ", ".join(f"{t} {shown(need[t])}" for t in tuners if t not in ("bayes", "random"))
-        verdict = f"{label}: trials (median over seeds) to come within 5% of the space's best: " + \
-            ", ".join(f"{t} {shown(need[t])}" for t in tuners if t in ("bayes", "random"))
-        if "bayes" in need and "random" in need:
-            met = need["bayes"] <= need["random"] / 2
-            verdict += f" (target, bayes <= half of random: {'met' if met else 'not met'})"
-        if others:
-            verdict += f"; also {others}"
-        verdicts.append(verdict + f"; space measured in {mtime:.0f} s{' (read from the space cache)' if cached else ''}; "
-                        f"{near} of {valid} valid configs within 5% of the best; random replayed over all {valid}; "
-                        f"{invalid} configs break a template rule (not counted as trials, as in tuning), "
-                        f"{len(log) - len(ok) - invalid} failed (told as failures)")
+
+        for tuner in tuners:
+            table.append([label, f"{len(samples)} x {len(samples[0][1])} of {task.space.size}", tuner]
+                         + [f"{statistics.median(r):.3f}" for r in rel[tuner]]
+                         + [shown(statistics.median(need[tuner])),
+                            f"{shown(min(need[tuner]))} to {shown(max(need[tuner]))}"])
+        med = {t: statistics.median(v) for t, v in need.items()}
+        verdict = f"{label}: trials to come within 5% of the sample's best (median over samples of the median " \
+            "over seeds): " + ", ".join(f"{t} {shown(med[t])} (per sample: {', '.join(shown(x) for x in need[t])})"
+                                      for t in tuners)
+        if "bayes" in med and "random" in med:
+            met = sum(1 for b, r in zip(need["bayes"], need["random"]) if b <= r / 2)
+            verdict += f"; target bayes <= half of random met on {met} of {len(samples)} sample(s)"
+        verdicts.append(verdict + "; " + "; ".join(facts) + "; random replayed over every valid point of a sample, "
+                        "configs breaking a template rule are not counted as trials, as in tuning")
     md = md_table(["task", "configs measured", "tuner"] + [f"best/space best after {c}" for c in CHECKPOINTS]
-                  + ["trials to within 5% (median)"], table)
-    notes = (f"Median over seeds 0..{args.seeds - 1} of the best time found relative to the best time in the measured space "
-             "(1.000 = found the best). " + "\n\n" + "\n".join(f"- {v}" for v in verdicts))
+                  + ["trials to within 5% (median)", "spread over samples"], table)
+    notes = (f"Median over samples and seeds 0..{args.seeds - 1} of the best time found relative to the best time in the "
+             "measured sample (1.000 = found the best); spread: the lowest and highest per-sample median. " + "\n\n"
+             + "\n".join(f"- {v}" for v in verdicts))
     write_results("tuner_efficiency", rows, md, env, notes)
     print(md)
     print(notes)
