@@ -235,7 +235,7 @@ def main(argv=None) -> None:
     p.add_argument("--kind", default="cpu")
     a = p.parse_args(argv)
     for name, r in replay(Database(a.db, create=False), a.family, a.kind).items():
-        print(name, r)  # noqa: T201  (a command's output)
+        print(name, r)
 
 
 if __name__ == "__main__":

@@ -29,11 +29,11 @@ from tqdm.auto import tqdm
 
 from ..dsl.errors import ClusterError, ConfigError
 from ..runtime.targets import Target
+from .costmodel import Prior, for_task, training_rows
 from .database import Database, Trial, config_key
 from .lock import run_lock
 from .measure import Measurer, MeasureResult
 from .plans import search_plans, segment_plans
-from .costmodel import Prior, for_task, training_rows
 from .report import kernel_name
 from .scheduler import TaskScheduler
 from .task import Task, extract_tasks

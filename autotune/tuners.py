@@ -345,13 +345,12 @@ class BayesTuner(Tuner):
         F = self.features(cands)
         X, y = list(self.X), list(self.y)
         best = min(y)
-        P, shift = np.zeros(len(cands)), np.zeros(len(y))
+        P = np.zeros(len(cands))
         if self.prior is not None:
-            P = np.asarray(self.prior(cands), dtype=float)
             told = np.asarray(self.prior(self.X_configs), dtype=float)
-            P = P + float(np.median(np.asarray(y) - told))      # the offset: log of the default's time
-            shift = told + float(np.median(np.asarray(y) - told))
-        y = list(np.asarray(y) - shift)        # what the prior leaves unexplained
+            offset = float(np.median(np.asarray(y) - told))      # the log of the default's time
+            P = np.asarray(self.prior(cands), dtype=float) + offset
+            y = list(np.asarray(y) - told - offset)       # what the prior leaves unexplained
         runs = self._p_runs(F)
         model = None
         alive = np.ones(len(cands), dtype=bool)

@@ -127,6 +127,12 @@ def run_module_file(hlo_path, npz_path, target="cpu"):
     return check_outputs(outs, npz_path)
 
 
+def draw_config(data, space) -> dict:
+    """A config of ``space`` drawn by hypothesis ``data``, each knob labelled by its name."""
+    from hypothesis import strategies as st
+    return {k.name: data.draw(st.sampled_from(k.values), label=k.name) for k in space.knobs}
+
+
 def mutate_token(text: str, data, token_re: str, replacements: list[str], kinds=("number", "delete", "duplicate",
                                                                                "replace")) -> str:
     """``text`` with one token (``token_re``) changed by hypothesis ``data``: a number put in, the

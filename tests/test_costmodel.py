@@ -10,9 +10,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hlotune.api import parse_duration
 from hlotune.autotune import costmodel
 from hlotune.autotune.database import Database, Trial
 from hlotune.autotune.scheduler import TaskScheduler
@@ -21,6 +18,10 @@ from hlotune.autotune.tuners import get_tuner
 from hlotune.dsl.errors import ConfigError
 from hlotune.runtime.targets import get_target
 from hlotune.schedules.templates.base import Knob, Space
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hlotune.api import parse_duration
 
 sys.path.insert(0, str(Path(__file__).parent))
 from autotune_fixtures import matmul_tanh

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _checks import MATMUL_F32, as_tuple, assert_close, random_inputs
+from _checks import MATMUL_F32, as_tuple, assert_close, draw_config, random_inputs
 from hlotune.dsl.errors import ScheduleError
 from hlotune.dsl.reference import evaluate
 from hlotune.runtime.codegen.c import CRenderer
@@ -62,10 +62,6 @@ def conv(layout, hw, c_in, c_out, ksz, stride, depthwise):
     W = dsl.placeholder((c_out, c_in, ksz, ksz), "float32", name="W")
     return dsl.compute((1, c_out, o, o), lambda n, co, h, w: dsl.sum(
         X[n, ci, h * stride + kh, w * stride + kw] * W[co, ci, kh, kw], axis=[ci, kh, kw]), name="Y")
-
-
-def draw_config(data, space):
-    return {k.name: data.draw(st.sampled_from(k.values), label=k.name) for k in space.knobs}
 
 
 def run_config(out, data, hw, k_blocks=False):

@@ -13,7 +13,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from _checks import MATMUL_F32, as_tuple, assert_close, random_inputs
+from _checks import MATMUL_F32, as_tuple, assert_close, draw_config, random_inputs
 from hlotune.dsl.errors import ScheduleError
 from hlotune.dsl.reference import evaluate
 from hlotune.runtime.cpu import DEFAULT_FLAGS, CCompiler
@@ -83,8 +83,7 @@ def test_random_k_group_configs_match_with_and_without_the_instruction(data, bat
         reject()
     g = 2 if kind[2] == "float32" else 4
     assert space.knob("kgroup").values == (1, g)
-    cfg = {kn.name: data.draw(st.sampled_from(kn.values), label=kn.name) for kn in space.knobs}
-    cfg.update(kgroup=g, pack_a=1, pack_b=1)
+    cfg = {**draw_config(data, space), "kgroup": g, "pack_a": 1, "pack_b": 1}
     try:
         t.apply(s, stage, cfg, MACHINES[machine])
         f = hlotune.build(s, NO_ISA if fallback else CPU)
