@@ -29,7 +29,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ..dsl.dtypes import dtype
-from ..dsl.errors import DSLError
+from ..dsl.errors import DSLError, HlotuneError
 from .database import Database, config_key
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,11 @@ def main(argv=None) -> None:
     p.add_argument("--family", default="dot")
     p.add_argument("--kind", default="cpu")
     a = p.parse_args(argv)
-    for name, r in replay(Database(a.db, create=False), a.family, a.kind).items():
+    try:
+        db = Database(a.db, create=False)
+    except HlotuneError as e:       # not a tuning database: said, exit 1, no traceback
+        p.exit(1, f"{p.prog}: error: {e}\n")
+    for name, r in replay(db, a.family, a.kind).items():
         print(name, r)
 
 

@@ -85,6 +85,15 @@ def test_leave_one_workload_out_replay_reports_every_model():
     assert out["GBRT"]["first_pick_vs_best"] < 1.3
 
 
+def test_the_replay_command_refuses_a_file_that_is_no_database(tmp_path, capsys):
+    bad = tmp_path / "x.db"
+    bad.write_text("not sqlite")
+    with pytest.raises(SystemExit) as e:
+        costmodel.main([str(bad)])
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and "not a usable tuning database" in err and "Traceback" not in err
+
+
 def test_a_thin_database_gives_no_model():
     db = Database(":memory:")
     assert costmodel.fit(costmodel.training_rows(db, "dot", "cpu")) is None
