@@ -128,16 +128,23 @@ def _clean_stale_once(tmp: str) -> None:
 
 #: a candidate whose checked call lasts this many times the best median so far is timed once
 SCREEN = 3.0
+#: in the search, repeats end early (runtime.timing.Stop): after LEAST repeats within SPREAD of
+#: each other, or once a candidate's fastest repeat is SLOWER times the best median so far
+LEAST, SPREAD, SLOWER = 3, 0.02, 1.5
 
 
 class Measurer:
     """Builds and measures configs of one task. Inputs and reference outputs are computed
-    once (numpy reference evaluator) and handed to the worker as .npy files."""
+    once (numpy reference evaluator) and handed to the worker as .npy files. ``worker``: a
+    measurement process shared with other measurers (a tuning run's tasks share one, so only
+    the first pays for its start and warm-up); by default the measurer starts its own."""
 
     def __init__(self, task: Task, repeat: int = 5, min_repeat_ms: float = 20.0, timeout: float = 20.0,
-                 build_workers: int | None = None, seed: int = 0, compile_timeout: float = 60.0):
+                 build_workers: int | None = None, seed: int = 0, compile_timeout: float = 60.0,
+                 adaptive: bool = True, worker: Worker | None = None):
         self.task = task
         self.repeat = repeat
+        self.adaptive = adaptive
         self.min_repeat_ms = min_repeat_ms
         self.timeout = timeout
         self.compile_timeout = compile_timeout
@@ -145,7 +152,8 @@ class Measurer:
         self.best: float | None = None      # the fastest median this measurer timed in full
         _clean_stale_once(tempfile.gettempdir())
         self.dir = scratch_dir("measure")     # hlotune_measure_<pid>_*: removed by a later run if killed
-        self.worker = Worker()
+        self.own_worker = worker is None      # a shared worker (one per tuning run) is closed by its owner
+        self.worker = worker or Worker()
         ins = task.random_inputs(seed)
         outs = evaluate(task.graph, ins)
         self.inputs = self._save("in", ins)
@@ -189,10 +197,18 @@ class Measurer:
             return _Built(config or {}, steps, failure="compile_error", message=str(e))
         return _Built(config or {}, steps, fields=fields)
 
+    def _stop(self) -> dict | None:
+        """The search's early end of repeats (``adaptive``), as the worker's ``stop`` field."""
+        if not self.adaptive:
+            return None
+        return {"least": min(LEAST, self.repeat), "spread": SPREAD,
+                "slower_s": SLOWER * self.best if self.best else None}
+
     def run(self, b: _Built, screen: bool = True) -> MeasureResult:
-        """Check and time a built candidate in the worker; with ``screen``, one whose checked
-        call already lasts ``SCREEN`` times this measurer's best median is timed by that call
-        alone (its rank is settled; the time saved goes to other candidates)."""
+        """Check and time a built candidate in the worker. With ``screen`` (the search; a
+        confirmation times in full): one whose checked call already lasts ``SCREEN`` times this
+        measurer's best median is timed by that call alone (its rank is settled; the time saved
+        goes to other candidates), and with ``adaptive`` the repeats end early (``_stop``)."""
         t0 = time.time()
         if b.failure:
             return MeasureResult(b.config, b.steps, [], b.failure, b.message, t0, time.time(), b.build_s)
@@ -201,7 +217,8 @@ class Measurer:
         where = f"{type(b_).__module__}:{type(b_).__qualname__}"     # a backend registered at run time
         common = {"backend": kind, "backend_import": where, "inputs": self.inputs, "expected": self.expected, "out": self.out_specs,
                   "rtol": self.rtol, "atol": self.atol, "repeat": self.repeat, "min_repeat_ms": self.min_repeat_ms,
-                  "cutoff_s": SCREEN * self.best if screen and self.best else None}
+                  "cutoff_s": SCREEN * self.best if screen and self.best else None,
+                  "stop": self._stop() if screen else None}
         for req in b_.worker_plan(b.fields):
             if req["op"] == "build":
                 rep = self.worker.request({"backend": kind, "backend_import": where, **req}, self.compile_timeout)
@@ -228,5 +245,6 @@ class Measurer:
         return [self.run(b, screen) for b in built]
 
     def close(self):
-        self.worker.close()
+        if self.own_worker:
+            self.worker.close()
         self.dir.cleanup()

@@ -32,7 +32,7 @@ from ..runtime.targets import Target
 from .costmodel import Prior, for_task, training_rows
 from .database import Database, Trial, config_key
 from .lock import run_lock
-from .measure import Measurer, MeasureResult
+from .measure import Measurer, MeasureResult, Worker
 from .plans import search_plans, segment_plans
 from .report import kernel_name
 from .scheduler import TaskScheduler
@@ -140,6 +140,9 @@ class TuneOptions:
     budget: float | None = None
     #: the bayes tuner starts from a cost model trained across the database (autotune/costmodel.py)
     cost_model: bool = True
+    #: the search's repeats end early once they agree, or once a candidate has lost
+    #: (autotune/measure.py); ``repeat`` is then the most a candidate gets
+    adaptive: bool = True
 
 
 def tune_graph(outputs, inputs, target: Target, trials: int | None, db: Database, tuner: str = "bayes",
@@ -178,6 +181,7 @@ class _Run:
         self.tuners: dict[str, list] = {}        # task key -> [tuner, warm-start queue]
         self.models: dict[str, tuple] = {}       # family -> (cost model, its training rows)
         self.measurers: dict[str, Measurer] = {}
+        self.worker: Worker | None = None        # the local measurers' one measurement process
         self.client = None
         self.batch = opts.batch
         self.bar = None
@@ -197,12 +201,14 @@ class _Run:
     def measurer(self, task: Task) -> Measurer:
         if task.key not in self.measurers:
             o = self.opts
-            kw = {"repeat": o.repeat, "min_repeat_ms": o.min_repeat_ms, "timeout": o.timeout, "seed": o.seed}
+            kw = {"repeat": o.repeat, "min_repeat_ms": o.min_repeat_ms, "timeout": o.timeout, "seed": o.seed,
+                  "adaptive": o.adaptive}
             if self.client is not None:
                 from .cluster import DaskMeasurer
                 self.measurers[task.key] = DaskMeasurer(task, self.client, **kw)
             else:
-                self.measurers[task.key] = Measurer(task, **kw)
+                self.worker = self.worker or Worker()
+                self.measurers[task.key] = Measurer(task, worker=self.worker, **kw)
         return self.measurers[task.key]
 
     def tune(self) -> list[TaskResult]:
@@ -248,6 +254,8 @@ class _Run:
             self.bar.close()
             for m in self.measurers.values():
                 m.close()
+            if self.worker is not None:
+                self.worker.close()
             if self.client is not None and self.client is not o.dask:   # a client made here from an address
                 self.client.close()
         # plans that no trial of this run or an earlier one measured are not reported

@@ -7,7 +7,9 @@ the target's ``backend`` (runtime/backends) and an ``op``:
   costs one candidate): the backend's fields; reply ``{"ok": true}`` or ``failure``
   ``compile_error``.
 - ``run``: the backend's fields (e.g. the cpu's ``so``) and ``"inputs": [npy], "expected":
-  [npy], "out": [[shape, dtype]], "rtol", "atol", "repeat", "min_repeat_ms", "number"``; the
+  [npy], "out": [[shape, dtype]], "rtol", "atol", "repeat", "min_repeat_ms", "number"``, and
+  optionally ``"cutoff_s"`` (a checked call this slow is its only timing) and ``"stop"`` (the
+  fields of a ``runtime.timing.Stop``: repeats may end early); the
   backend's runner computes the outputs, they are checked, then timed. Reply ``{"ok": true,
   "times": [...], "number": n}`` or ``{"ok": false, "failure": "wrong_answer"|"runtime_error",
   "message": ...}``.
@@ -26,12 +28,20 @@ import traceback
 
 import numpy as np
 from hlotune.autotune.records import MIN_TIME
+from hlotune.runtime.timing import Stop
 
 
 def _load(path: str, cache: dict) -> np.ndarray:
     if path not in cache:
         cache[path] = np.load(path)
     return cache[path]
+
+
+def _keep_arrays(cache: dict, paths) -> None:
+    """Forget the loaded arrays other than ``paths`` (a worker shared by a run's tasks holds one
+    task's inputs and references at a time)."""
+    for k in [k for k in cache if k.endswith(".npy") and k not in paths]:
+        del cache[k]
 
 
 def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str | None:
@@ -89,6 +99,7 @@ def handle(req: dict, cache: dict) -> dict:
     if req["op"] == "build":
         return b.worker_build(req, cache)
     runner = b.runner(req, cache)
+    _keep_arrays(cache, {*req["inputs"], *req["expected"]})
     ins = [_load(p, cache) for p in req["inputs"]]
     outs = _outputs(req["out"])
     t0 = time.perf_counter()
@@ -99,7 +110,8 @@ def handle(req: dict, cache: dict) -> dict:
         return bad
     if req.get("cutoff_s") and first > req["cutoff_s"]:     # slow already: this call ranks it
         return {"ok": True, "times": [first], "number": 1, "screened": True}
-    r = runner.time(req["repeat"], req["min_repeat_ms"], req.get("number"), _warmup_ms(cache))
+    stop = Stop(**req["stop"]) if req.get("stop") else None
+    r = runner.time(req["repeat"], req["min_repeat_ms"], req.get("number"), _warmup_ms(cache), stop=stop)
     return {"ok": True, "times": [max(t, MIN_TIME) for t in r.times], "number": r.number}
 
 

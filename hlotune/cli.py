@@ -200,7 +200,7 @@ def cmd_tune(args) -> int:
     res = tune(m, target=args.target, trials=args.trials, db=args.db, tuner=args.tuner, seed=args.seed,
                progress=not args.quiet, batch=args.batch, timeout=args.timeout, tuner_options=opts,
                dask=args.dask, security=args.dask_security, remeasure=args.remeasure, threads=args.threads,
-               budget=budget, cost_model=not args.no_cost_model)
+               budget=budget, cost_model=not args.no_cost_model, adaptive=not args.full_repeats)
     wall = time.perf_counter() - t0
     plans = [r for r in res if r.task.family == "fusion"]
     kernels = len(res) - len(plans)
@@ -360,6 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
                    "it is spent; the summary shows each task's share")
     t.add_argument("--no-cost-model", action="store_true", help="bayes: start without the cost model trained "
                    "across the database")
+    t.add_argument("--full-repeats", action="store_true", help="time every candidate with all its repeats "
+                   "(default: they end once three agree within 2%%, or once the candidate is 1.5x the best)")
     t.add_argument("--db", default="tuning.db", help="SQLite tuning database, made in an existing folder "
                    "when missing (default tuning.db)")
     t.add_argument("--tuner", default="bayes", help="bayes (default), random or grid")

@@ -444,8 +444,10 @@ class _Device:
         if err is not None:     # rebuilt outside the ``with``: the broken context is popped first
             raise self._fault(err, "running") from err
 
-    def time(self, repeat: int, min_repeat_ms: float, number: int | None, warmup_ms: float) -> TimingResult:
-        """Seconds per call between CUDA events around ``n`` calls (every repeat kept)."""
+    def time(self, repeat: int, min_repeat_ms: float, number: int | None, warmup_ms: float,
+             stop=None) -> TimingResult:
+        """Seconds per call between CUDA events around ``n`` calls (every repeat kept; ``stop``:
+        see ``runtime.timing.measure``)."""
         drv = _drv()
         if not self.calls:
             return TimingResult((0.0,) * repeat, 1)
@@ -462,7 +464,7 @@ class _Device:
                 return end.time_since(start) * 1e-3
 
             try:
-                return measure(run_n, repeat, min_repeat_ms, number, warmup_ms=warmup_ms)
+                return measure(run_n, repeat, min_repeat_ms, number, warmup_ms=warmup_ms, stop=stop)
             except drv.Error as e:
                 err = e
         raise self._fault(err, "timing") from err
@@ -545,8 +547,8 @@ class SpecRunner:
         self._dev.run(ins, outs)
 
     def time(self, repeat: int = 10, min_repeat_ms: float = 50.0, number: int | None = None,
-             warmup_ms: float = 0.0) -> TimingResult:
-        return self._dev.time(repeat, min_repeat_ms, number, warmup_ms)
+             warmup_ms: float = 0.0, stop=None) -> TimingResult:
+        return self._dev.time(repeat, min_repeat_ms, number, warmup_ms, stop)
 
 
 def describe() -> list[str]:

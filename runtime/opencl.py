@@ -466,8 +466,9 @@ class SpecRunner:
         self._ctx.queue.finish()
 
     def time(self, repeat: int = 10, min_repeat_ms: float = 50.0, number: int | None = None,
-             warmup_ms: float = 0.0) -> TimingResult:
-        """Seconds per call on the uploaded inputs (profiling events, every repeat kept)."""
+             warmup_ms: float = 0.0, stop=None) -> TimingResult:
+        """Seconds per call on the uploaded inputs (profiling events, every repeat kept;
+        ``stop``: see ``runtime.timing.measure``)."""
         if not self._launches or not any(math.prod(ln["global_size"]) for _, ln in self._launches):
             return TimingResult((0.0,) * repeat, 1)
 
@@ -476,7 +477,7 @@ class SpecRunner:
             self._ctx.queue.finish()
             return sum(e.profile.end - e.profile.start for e in evs) * 1e-9
 
-        return measure(run_n, repeat, min_repeat_ms, number, warmup_ms=warmup_ms)
+        return measure(run_n, repeat, min_repeat_ms, number, warmup_ms=warmup_ms, stop=stop)
 
 
 def _mib(n: int) -> str:

@@ -93,7 +93,7 @@ def test_screening_times_a_slow_candidate_once():
     m = measure.Measurer(task, repeat=4, min_repeat_ms=1.0)
     try:
         (full,) = m.measure([None])
-        assert not full.failure and len(full.times) == 4 and m.best == full.median
+        assert not full.failure and measure.LEAST <= len(full.times) <= 4 and m.best == full.median
         m.best = full.median / 1000          # pretend a candidate 1000x faster was seen
         (cut,) = m.measure([None])
         assert not cut.failure and len(cut.times) == 1 and cut.times[0] > measure.SCREEN * m.best
@@ -102,3 +102,28 @@ def test_screening_times_a_slow_candidate_once():
         assert len(again.times) == 4
     finally:
         m.close()
+
+
+def test_search_repeats_end_early_and_confirmation_takes_all(monkeypatch):
+    """In the search, repeats stop once LEAST of them agree within SPREAD (a spread of 100%
+    here always agrees), or after one repeat when the candidate's fastest repeat is SLOWER x the
+    best median so far; a confirmation, or ``adaptive=False``, takes every repeat."""
+    from hlotune.autotune.task import extract_tasks
+    outs, ins = matmul_tanh()
+    task = next(t for t in extract_tasks(outs, ins, CPU) if t.family == "dot")
+    monkeypatch.setattr(measure, "SPREAD", 1.0)
+    monkeypatch.setattr(measure, "SCREEN", 1e9)      # the checked call never ranks it alone
+    m = measure.Measurer(task, repeat=6, min_repeat_ms=1.0)
+    fixed = measure.Measurer(task, repeat=6, min_repeat_ms=1.0, adaptive=False)
+    try:
+        (agreed,) = m.measure([None])
+        assert not agreed.failure and len(agreed.times) == measure.LEAST
+        assert len(m.measure([None], screen=False)[0].times) == 6
+        assert len(fixed.measure([None])[0].times) == 6
+        m.best = agreed.median / 1000         # a candidate 1000x faster was seen: this one lost
+        (lost,) = m.measure([None])
+        assert len(lost.times) == 1 and lost.times[0] > measure.SLOWER * m.best
+        assert m.best == agreed.median / 1000
+    finally:
+        m.close()
+        fixed.close()

@@ -37,13 +37,13 @@ class InterpRunner(Runner):
         self.args = (*ins, *outs)
         self.interp(*self.args)
 
-    def time(self, repeat, min_repeat_ms, number, warmup_ms):
+    def time(self, repeat, min_repeat_ms, number, warmup_ms, stop=None):
         def run_n(n):
             t0 = time.perf_counter()
             for _ in range(n):
                 self.interp(*self.args)
             return time.perf_counter() - t0
-        return measure(run_n, repeat, min_repeat_ms, number, warmup_ms=warmup_ms)
+        return measure(run_n, repeat, min_repeat_ms, number, warmup_ms=warmup_ms, stop=stop)
 
 
 class ToyBackend(Backend):

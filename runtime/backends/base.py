@@ -13,8 +13,9 @@ class Runner:
     def run(self, ins, outs) -> None:
         raise NotImplementedError
 
-    def time(self, repeat: int, min_repeat_ms: float, number: int | None, warmup_ms: float):
-        """A ``runtime.timing.TimingResult`` of the last ``run``'s arguments."""
+    def time(self, repeat: int, min_repeat_ms: float, number: int | None, warmup_ms: float, stop=None):
+        """A ``runtime.timing.TimingResult`` of the last ``run``'s arguments (``stop``: a
+        ``runtime.timing.Stop`` that may end the repeats early)."""
         raise NotImplementedError
 
 

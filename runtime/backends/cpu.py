@@ -26,8 +26,9 @@ class LibraryRunner(Runner):
         self.ptrs = self.lib.pack(list(ins) + list(outs))
         self.lib.entry(self.ptrs)
 
-    def time(self, repeat, min_repeat_ms, number, warmup_ms):
-        return measure(lambda n: self.lib.bench(self.ptrs, n), repeat, min_repeat_ms, number, warmup_ms=warmup_ms)
+    def time(self, repeat, min_repeat_ms, number, warmup_ms, stop=None):
+        return measure(lambda n: self.lib.bench(self.ptrs, n), repeat, min_repeat_ms, number, warmup_ms=warmup_ms,
+                       stop=stop)
 
 
 class CPUBackend(Backend):
