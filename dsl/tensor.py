@@ -116,6 +116,23 @@ class ExternOp:
 
 
 @dataclass(frozen=True, eq=False)
+class LoopState:
+    """How a loop body treats its state, for a runtime that keeps the state in place.
+
+    ``params``: the body's placeholders, one per state element (in state order); ``kept``: the
+    elements the body passes through unchanged; ``updates``: ``(k, region, starts)`` where the
+    body's output k is state element k with its box ``[starts[d], starts[d] +
+    region.shape[d])`` replaced by ``region`` (``starts``: 0-d tensors of the box's corner,
+    already clamped into the element; every read of element k in the body sees the old
+    value). A runtime may then write ``region`` into element k after the body has run, instead
+    of computing and copying the whole element."""
+
+    params: tuple
+    kept: tuple[int, ...] = ()
+    updates: tuple = ()
+
+
+@dataclass(frozen=True, eq=False)
 class WhileLoop:
     """The ``fn`` of a ``while`` extern op over flat tuple state ``s``::
 
@@ -131,6 +148,8 @@ class WhileLoop:
     cond_pos: tuple[int, ...]
     body_outs: tuple
     body_pos: tuple[int, ...]
+    #: what a compiling runtime may keep in place (``LoopState``); the loop's meaning is the above
+    state: LoopState | None = None
 
     def __call__(self, arrays, run) -> tuple:
         state = list(arrays)

@@ -74,6 +74,8 @@ class LowerContext:
         self._scalar_fns: dict[str, tuple] = {}
         self._graphs: dict[str, tuple] = {}
         self.comp: Computation | None = None   # the computation whose instruction is lowered
+        #: dynamic-update-slice results -> (operand, update, clamped start expressions)
+        self.updates: dict = {}
 
     def operand_instr(self, instr: Instruction, k: int) -> Instruction:
         """The instruction defining operand ``k`` of ``instr`` (for its shape and layout)."""

@@ -60,8 +60,9 @@ class KernelBase:
             outs = [self._check(nin + k, a, b, True) for k, (a, b) in enumerate(zip(args[nin:], self.outputs))]
         return ins, outs
 
-    def run_trusted(self, ins) -> tuple:
-        """Run on inputs the caller already checked; returns the outputs as a tuple."""
+    def run_trusted(self, ins, donate: dict | None = None) -> tuple:
+        """Run on inputs the caller already checked; returns the outputs as a tuple
+        (``donate`` is a hint this kernel does not take)."""
         r = self(*ins)
         return r if isinstance(r, tuple) else (r,)
 
@@ -81,10 +82,12 @@ class Kernel(KernelBase):
         self._lib = lib
         self._out_specs = [(b.shape, b.dtype.np) for b in self.outputs]
 
-    def run_trusted(self, ins) -> tuple:
+    def run_trusted(self, ins, donate: dict | None = None) -> tuple:
         """Run on inputs already known to be C-contiguous arrays of the right dtype and shape
-        (the module runtime's own values); returns fresh outputs."""
-        outs = [np.empty(shape, d) for shape, d in self._out_specs]
+        (the module runtime's own values); returns fresh outputs, except that output ``k`` is
+        input ``donate[k]``'s own array (a value nobody reads afterwards)."""
+        donate = donate or {}
+        outs = [ins[donate[k]] if k in donate else np.empty(shape, d) for k, (shape, d) in enumerate(self._out_specs)]
         self._lib.entry(self._lib.pack(list(ins) + outs))
         return tuple(outs)
 

@@ -40,6 +40,9 @@ class _KernelStep:
     graph: Graph
     inputs: list[Key]
     outputs: list[Key]
+    #: output index -> input index whose array the output takes over (a while loop's state
+    #: element whose initial value nothing reads afterwards)
+    donate: dict | None = None
 
 
 @dataclass
@@ -117,13 +120,16 @@ class CompiledGraph:
 
     # ------------------------------------------------------------------ planning
     def _plan(self) -> None:
-        for item in plan_segments(self.graph, lambda op: op.fn([], self.run)):
+        items = plan_segments(self.graph, lambda op: op.fn([], self.run))
+        for n, item in enumerate(items):
             if isinstance(item, ExternOp):
-                k = backend(self.target).compile_while(item, self.target, self.schedule_fn) \
+                used = {i for i in range(item.num_outputs) if (id(item), i) in self._read_after(items, n)}
+                k = backend(self.target).compile_while(item, self.target, self.schedule_fn, used) \
                     if item.kind == "while" else None
                 if k is not None:
-                    self.steps.append(_KernelStep(k, None, [_key(t) for t in item.inputs],
-                                                  [(id(item), i) for i in range(item.num_outputs)]))
+                    ins = [_key(t) for t in item.inputs]
+                    self.steps.append(_KernelStep(k, None, ins, [(id(item), i) for i in range(item.num_outputs)],
+                                                  self._donations(items, n, ins)))
                 else:
                     self.steps.append(_ExternStep(item, [_key(t) for t in item.inputs]))
             elif isinstance(item, dict):
@@ -134,6 +140,25 @@ class CompiledGraph:
                 kernel = build(self.schedule_fn(g), self.target)
                 log.debug("segment -> kernel with %d inputs, %d outputs", len(ins), len(outs))
                 self.steps.append(_KernelStep(kernel, g, [_key(t) for t in ins], [_key(t) for t in outs]))
+
+    def _read_after(self, items: list, n: int) -> set[Key]:
+        """The values read by the steps after ``items[n]``, or returned."""
+        keys = {_key(t) for t in self.graph.outputs}
+        for item in items[n + 1:]:
+            if isinstance(item, ExternOp):
+                keys.update(_key(t) for t in item.inputs)
+            elif isinstance(item, tuple):
+                keys.update(_key(t) for t in item[1])
+        return keys
+
+    def _donations(self, items: list, n: int, ins: list[Key]) -> dict[int, int]:
+        """Inputs of ``items[n]`` (a while loop) whose arrays may become the same element's
+        output: made by an earlier compiled kernel (fresh arrays of this call; not an argument
+        or a constant, which the caller or the module keeps, nor a host step's result, which may
+        be either), read by no later step, and taken once by this one."""
+        made = {k for step in self.steps if isinstance(step, _KernelStep) for k in step.outputs}
+        later = self._read_after(items, n)
+        return {i: i for i, k in enumerate(ins) if k in made and k not in later and ins.count(k) == 1}
 
     # ------------------------------------------------------------------ running
     def run(self, outputs: Sequence[Tensor], arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -159,7 +184,8 @@ class CompiledGraph:
             values[_key(t)] = np.require(a, requirements="C")
         for step in self.steps:
             if isinstance(step, _KernelStep):   # values are checked at entry or made by our kernels
-                values.update(zip(step.outputs, step.kernel.run_trusted([values[k] for k in step.inputs])))
+                ins = [values[k] for k in step.inputs]
+                values.update(zip(step.outputs, step.kernel.run_trusted(ins, step.donate)))
             else:
                 op = step.op
                 outs = op.fn([values[k] for k in step.inputs], self.run)

@@ -2,15 +2,26 @@
 
 A ``while`` extern op (``dsl.tensor.WhileLoop``) whose condition and body are plain compute
 graphs (no extern ops inside) becomes one C source: the condition and body functions, each
-scheduled like any segment, and a driver that keeps the state in two buffers per element and
-swaps them after each body call::
+scheduled like any segment, and a driver. The loop's ``LoopState`` sorts the state elements:
 
-    cur = copy(inputs)
-    while (cond(cur[cond_pos...]))  { body(cur[body_pos...]) -> nxt;  swap(cur, nxt) }
-    outputs = copy(cur)
+- *kept* (the body passes them through: a scan's inputs, weights): read from the input array
+  itself, never copied inside the loop;
+- *updated* (the body's output is a dynamic-update-slice of the element itself: a scan's
+  stacked outputs, a KV cache): kept in the output array, the body computes only the region
+  and its corner, and the driver writes the region in place after the body (every read of the
+  old value happened inside the body call, so nothing is read after it is overwritten);
+- *swapped* (everything else): two buffers, the body writes the next value, then they swap::
 
-so an iteration costs two C calls instead of two trips through Python (``fori_loop`` with 10
-iterations: see results/corpus_cpu.md). Other loops keep running on the host.
+    cur = inputs                       (kept: the input; updated: copied into the output once)
+    while (cond(cur[cond_pos...])) {
+        body(cur[body_pos...]) -> nxt (swapped), regions and corners (updated)
+        write each region into its element; swap(cur, nxt)
+    }
+    outputs = cur                      (only the outputs someone reads)
+
+``runtime.module`` may hand a dead input's own array over as the output of the same element,
+and then nothing is copied at all. An iteration costs two C calls instead of two trips through
+Python. Other loops keep running on the host.
 """
 
 from __future__ import annotations
@@ -18,6 +29,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..dsl.tensor import ExternOp, Graph, WhileLoop
 from ..schedules.loops import Buffer, LoweredFunc, Seq
@@ -30,49 +42,131 @@ from .targets import Target
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """The compiled body's outputs: ``outs`` (distinct tensors) and ``pos`` (the state element
+    of each of its inputs); per state element its kind (``swap``: computed into ``nxt`` and
+    swapped, ``kept``: never written, ``update``: a region written in place after the body);
+    ``src[i]``: for a swapped element the output it takes; ``updates``: (k, region output,
+    start outputs)."""
+
+    outs: list
+    pos: list[int]
+    kind: list[str]
+    src: dict
+    updates: list
+
+
+def _plan(loop: WhileLoop) -> _Plan:
+    st = loop.state
+    n = len(loop.body_outs)
+    kept = set(st.kept) if st else set()
+    upd = {k: (reg, starts) for k, reg, starts in st.updates} if st else {}
+    kind = ["kept" if i in kept else "update" if i in upd else "swap" for i in range(n)]
+    outs = list(dict.fromkeys([loop.body_outs[i] for i in range(n) if kind[i] == "swap"] +
+                              [t for k in sorted(upd) for t in (upd[k][0], *upd[k][1])]))
+    src = {i: outs.index(loop.body_outs[i]) for i in range(n) if kind[i] == "swap"}
+    updates = [(k, outs.index(upd[k][0]), [outs.index(t) for t in upd[k][1]]) for k in sorted(upd)]
+    if st:
+        where = {id(p.op): k for k, p in enumerate(st.params)}
+        pos = [where[id(t.op)] for t in Graph(outs).inputs]
+    else:
+        pos = list(loop.body_pos)
+    return _Plan(outs, pos, kind, src, updates)
+
+
+def _write_region(shape, reg_shape, dst: str, reg: str, starts: list[str], t: str) -> list[str]:
+    """C lines writing the row-major region ``reg`` (shape ``reg_shape``) into ``dst`` (shape
+    ``shape``) at the corner ``starts`` (already clamped), one contiguous last-axis row at a
+    time."""
+    rank = len(shape)
+    lines = [f"  {{ long long {', '.join(f'o{d} = (long long){s}[0]' for d, s in enumerate(starts))};"]
+    for d in range(rank - 1):
+        lines.append(f"    for (long long i{d} = 0; i{d} < {reg_shape[d]}LL; ++i{d})")
+    at, src = "0", "0"
+    for d in range(rank - 1):
+        at, src = f"({at}) * {shape[d]}LL + o{d} + i{d}" if d else f"o{d} + i{d}", \
+            f"({src}) * {reg_shape[d]}LL + i{d}" if d else f"i{d}"
+    if rank > 1:
+        at, src = f"({at}) * {shape[-1]}LL", f"({src}) * {reg_shape[-1]}LL"
+    at = f"{at} + o{rank - 1}"
+    lines.append(f"      memcpy({dst} + {at}, {reg} + {src}, {reg_shape[-1]} * sizeof({t}));")
+    return lines + ["  }"]
+
+
 def _driver(r: CRenderer, fn: LoweredFunc, cfn: LoweredFunc, bfn: LoweredFunc, loop: WhileLoop,
-            uniq: list) -> str:
+            plan: _Plan, used: set[int]) -> str:
+    """The C driver. Swapped elements ping-pong between ``cur``/``nxt`` and are copied out at
+    the end; kept ones are read from the input itself; updated ones live in their output
+    array from the start (filled from the input unless it is the same array: a donated
+    input). Outputs outside ``used`` are not written."""
     n = fn.num_inputs
     ins, outs = fn.args[:n], fn.args[n:]
+    iname = [r.name(b, b.name) for b in ins]
+    oname = [r.name(b, b.name) for b in outs]
     ty = [r.ctype(b.dtype, storage=True) for b in ins]
     size = [f"{max(b.size, 1)} * sizeof({t})" for b, t in zip(ins, ty)]
-    first = {}                       # body output k -> the first state element it sets
-    for i, t in enumerate(loop.body_outs):
-        first.setdefault(uniq.index(t), i)
+    bouts = bfn.args[bfn.num_inputs:]
+    oty = [r.ctype(b.dtype, storage=True) for b in bouts]
+    first = {j: i for i, j in sorted(plan.src.items(), reverse=True)}      # output j -> first element it sets
+    obuf = [f"nxt{first[j]}" if j in first else f"tmp{j}" for j in range(len(bouts))]
     lines = [r.signature(fn) + " {", "  int hl_status = 0;"]
+    allocs = []
     for i, t in enumerate(ty):
-        lines += [f"  {t}* cur{i} = ({t}*)hl_alloc({size[i]});", f"  {t}* nxt{i} = ({t}*)hl_alloc({size[i]});"]
-    bufs = [f"{c}{i}" for i in range(len(ty)) for c in ("cur", "nxt")]
-    if bufs:   # out of memory: free what was had and return the status (MemoryError)
-        lines.append(f"  if (!({' && '.join(bufs)})) {{ {' '.join(f'free({b});' for b in bufs)} return 1; }}")
-    lines += [f"  memcpy(cur{i}, {r.name(b, b.name)}, {size[i]});" for i, b in enumerate(ins)]
+        if plan.kind[i] == "kept":        # read only: the input itself
+            lines.append(f"  {t}* cur{i} = ({t}*){iname[i]};")
+        elif plan.kind[i] == "update":    # written in place: its output array
+            lines.append(f"  {t}* cur{i} = {oname[i]};")
+        else:
+            lines += [f"  {t}* cur{i} = ({t}*)hl_alloc({size[i]});", f"  {t}* nxt{i} = ({t}*)hl_alloc({size[i]});"]
+            allocs += [f"cur{i}", f"nxt{i}"]
+    for j, b in enumerate(bouts):
+        if j not in first:
+            lines.append(f"  {oty[j]}* tmp{j} = ({oty[j]}*)hl_alloc({max(b.size, 1)} * sizeof({oty[j]}));")
+            allocs.append(f"tmp{j}")
+    if allocs:   # out of memory: free what was had and return the status (MemoryError)
+        lines.append(f"  if (!({' && '.join(allocs)})) {{ {' '.join(f'free({b});' for b in allocs)} return 1; }}")
+    for i in range(n):
+        if plan.kind[i] == "swap":
+            lines.append(f"  memcpy(cur{i}, {iname[i]}, {size[i]});")
+        elif plan.kind[i] == "update":
+            lines.append(f"  if ((const void*)cur{i} != (const void*){iname[i]}) memcpy(cur{i}, {iname[i]}, {size[i]});")
     cout = cfn.args[cfn.num_inputs]
     ct = r.ctype(cout.dtype, storage=True)
     cargs = [f"cur{k}" for k in loop.cond_pos] + ["hl_go"]
-    bargs = [f"cur{k}" for k in loop.body_pos] + [f"nxt{first[k]}" for k in range(len(uniq))]
+    bargs = [f"cur{k}" for k in plan.pos] + obuf
     lines += [f"  {ct} hl_go[1];", "  for (;;) {",
               f"    if ({cfn.name}({', '.join(cargs)})) {{ hl_status = 1; break; }}", "    if (!hl_go[0]) break;",
               f"    if ({bfn.name}({', '.join(bargs)})) {{ hl_status = 1; break; }}"]
-    for i, t in enumerate(loop.body_outs):
-        k = first[uniq.index(t)]
-        if k != i:
-            lines.append(f"    memcpy(nxt{i}, nxt{k}, {size[i]});")
+    for i, j in plan.src.items():
+        if first[j] != i:
+            lines.append(f"    memcpy(nxt{i}, nxt{first[j]}, {size[i]});")
+    for k, reg, starts in plan.updates:       # after the body: every read of cur{k} is done
+        lines += ["  " + x for x in _write_region(ins[k].shape, bouts[reg].shape, f"cur{k}", obuf[reg],
+                                                   [obuf[s] for s in starts], ty[k])]
     for i, t in enumerate(ty):
-        lines.append(f"    {{ {t}* s = cur{i}; cur{i} = nxt{i}; nxt{i} = s; }}")
+        if plan.kind[i] == "swap":
+            lines.append(f"    {{ {t}* s = cur{i}; cur{i} = nxt{i}; nxt{i} = s; }}")
     lines.append("  }")
-    for i, b in enumerate(outs):
-        lines += [f"  memcpy({r.name(b, b.name)}, cur{i}, {size[i]});", f"  free(cur{i}); free(nxt{i});"]
+    for i in sorted(used):
+        if plan.kind[i] != "update":
+            lines.append(f"  if ((const void*){oname[i]} != (const void*)cur{i}) memcpy({oname[i]}, cur{i}, {size[i]});")
+    lines += [f"  free({b});" for b in allocs]
     return "\n".join(lines + ["  return hl_status;", "}"])
 
 
-def build_while(op: ExternOp, target: Target, schedule_fn: Callable[[Graph], object]) -> Kernel | None:
+def build_while(op: ExternOp, target: Target, schedule_fn: Callable[[Graph], object],
+                used=None) -> Kernel | None:
     """One compiled kernel running while loop ``op`` (inputs: the initial state, outputs: the
-    final state), or None when it cannot be compiled whole (then it runs on the host)."""
+    final state; ``used``: the outputs anyone reads, None: all), or None when it cannot be
+    compiled whole (then it runs on the host)."""
     loop = op.fn
     if not isinstance(loop, WhileLoop) or len(loop.cond_outs) != 1:
         return None
-    uniq = list(dict.fromkeys(loop.body_outs))
-    cg, bg = Graph(list(loop.cond_outs)), Graph(uniq)
+    plan = _plan(loop)
+    if not plan.outs:
+        return None
+    cg, bg = Graph(list(loop.cond_outs)), Graph(plan.outs)
     if cg.extern_ops or bg.extern_ops or cg.outputs[0].shape not in ((), (1,)):
         return None
     base = "hl_" + re.sub(r"[^0-9a-zA-Z_]", "_", op.name)
@@ -85,9 +179,11 @@ def build_while(op: ExternOp, target: Target, schedule_fn: Callable[[Graph], obj
     fn = LoweredFunc("hl_while", tuple(state + res), len(state), Seq(()))
     r = CRenderer(target.hardware)
     funcs = [r.function(cfn), r.function(bfn)]     # first: they decide which vector types are declared
-    src = "\n".join([r.preamble(fn), *r.vector_types.values(), *funcs, _driver(r, fn, cfn, bfn, loop, uniq),
-                     r.postamble(fn)])
-    log.debug("while '%s': compiled whole (%d state elements)", op.name, len(state))
+    used = set(range(len(state))) if used is None else set(used)
+    driver = _driver(r, fn, cfn, bfn, loop, plan, used)
+    src = "\n".join([r.preamble(fn), *r.vector_types.values(), *funcs, driver, r.postamble(fn)])
+    log.debug("while '%s': compiled whole (%d state elements, %d kept, %d updated in place)", op.name,
+              len(state), plan.kind.count("kept"), plan.kind.count("update"))
     return Kernel(fn, src, Library(compile_c(src, target.compiler)), target)
 
 

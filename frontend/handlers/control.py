@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from ...dsl.expr import AxisKind, IterVar, const
-from ...dsl.tensor import Graph, WhileLoop, extern
+from ...dsl.tensor import Graph, LoopState, PlaceholderOp, WhileLoop, compute, extern
 from .common import dtype_of, eval_scalar, ew, flatten, ints, unsupported
 from .sortkeys import lex_keys, lexsort_perm, sortable
 
@@ -91,6 +91,32 @@ def lower_device_id(ctx, instr, operands):
     return ew(instr, (), lambda: const(0, dtype_of(ctx, instr)))
 
 
+def _computed(t):
+    """``t``, or a copy of it when it is a placeholder (a graph's outputs are computed)."""
+    return compute(t.shape, lambda *i: t[i] if t.shape else t[()], name=f"{t.name}_copy") \
+        if isinstance(t.op, PlaceholderOp) else t
+
+
+def _scalar(e, name: str):
+    """A 0-d compute of expression ``e``."""
+    return compute((), lambda: e, name=name)
+
+
+def _loop_state(ctx, params, raw) -> LoopState:
+    """Which state elements the body keeps (its output is its own parameter) and which it
+    updates by a dynamic-update-slice of its own parameter (``raw``: the body's outputs before
+    parameters were copied)."""
+    kept, updates = [], []
+    for k, (p, o) in enumerate(zip(params, raw)):
+        if o is p:
+            kept.append(k)
+        elif o.op in ctx.updates and ctx.updates[o.op][0] is p:
+            _, upd, starts = ctx.updates[o.op]
+            corner = tuple(_scalar(s, f"{p.name}_start{d}") for d, s in enumerate(starts))
+            updates.append((k, _computed(upd), corner))
+    return LoopState(tuple(params), tuple(kept), tuple(updates))
+
+
 def lower_while(ctx, instr, operands):
     """``while`` with tuple state as an extern op running ``condition`` and ``body``:
     https://openxla.org/xla/operation_semantics#while"""
@@ -99,7 +125,8 @@ def lower_while(ctx, instr, operands):
     bph, bouts, _ = ctx.subgraph(bname)
     cpos, bpos = _positions(cph, couts), _positions(bph, bouts)
     inputs = flatten(operands[0])
-    loop = WhileLoop(tuple(couts), tuple(cpos), tuple(bouts), tuple(bpos))
+    state = _loop_state(ctx, bph, flatten(ctx.subgraph(bname)[2]))
+    loop = WhileLoop(tuple(couts), tuple(cpos), tuple(bouts), tuple(bpos), state)
     return _extern_result(ctx, instr, "while", inputs, loop, (("condition", cname), ("body", bname)))
 
 

@@ -51,7 +51,11 @@ def lower_dynamic_update_slice(ctx, instr, operands):
             conds += [binary(Op.GE, t, 0), binary(Op.LT, t, u)]
             uidx.append(clip(t, 0, u - 1))
         return select(all_of(conds), load(upd, uidx), load(x, i))
-    return ew(instr, dims_of(instr), f)
+    out = ew(instr, dims_of(instr), f)
+    if all(upd.shape) and x.shape:      # what an in-place loop state needs (dsl.tensor.LoopState)
+        ctx.updates[out.op] = (x, upd, [clip(s, 0, n - u) for s, n, u in
+                                        zip(_starts(ctx, instr, starts, len(x.shape)), x.shape, upd.shape)])
+    return out
 
 
 def lower_gather(ctx, instr, operands):

@@ -42,9 +42,12 @@ class Backend:
     def build(self, fn, target):
         raise NotImplementedError
 
-    def compile_while(self, op, target, schedule_fn):
+    def compile_while(self, op, target, schedule_fn, used=None):
         """A kernel running while loop ``op`` whole on the device, or None (then the loop runs
-        on the host, its condition and body compiled as kernels)."""
+        on the host, its condition and body compiled as kernels); ``used``: the outputs anyone
+        reads (None: all), the others may be left unwritten. The kernel may be given an input's
+        own array as the output of the same state element (``runtime.module`` donates a value
+        nothing reads afterwards)."""
         return
 
     # ------------------------------------------------------------------ measurement

@@ -50,9 +50,9 @@ class CPUBackend(Backend):
         src = render_c(fn, self.hardware(target))
         return Kernel(fn, src, Library(compile_c(src, target.compiler)), target)
 
-    def compile_while(self, op, target, schedule_fn):
+    def compile_while(self, op, target, schedule_fn, used=None):
         from ..whileloop import build_while
-        return build_while(op, target, schedule_fn)
+        return build_while(op, target, schedule_fn, used)
 
     def prepare(self, fn, target, timeout: float) -> dict:
         check_scratch(fn)
