@@ -118,10 +118,70 @@ def _scatter_positions(x_shape, ind, upd_shape, dn):
     return [p[ok] for p in pos], ok
 
 
+def _one_window(ctx, instr, xs, ind, upds, dn, fn):
+    """A scatter of a single update window (``x.at[i].set(v)``, ``x.at[i, :].add(v)``) as
+    computes, or None: ``out[i] = fn(x[i], upd[i - start])`` inside the window, ``x[i]``
+    elsewhere, and ``x`` whole when the window is not entirely in bounds (XLA skips it). The
+    results are registered as in-place updates (``ctx.updates``) with their window region, so
+    that a loop carrying ``x`` writes only the window."""
+    uwd, iwd, sdod, ivd, ibd, sibd = dn
+    x0, ush = xs[0], upds[0].shape
+    rank = len(x0.shape)
+    wdims = [k for k in range(rank) if k not in iwd]
+    if ibd or sibd or not rank or int(np.prod([d for k, d in enumerate(ind.shape) if k != ivd])) != 1 or \
+            len(wdims) != len(uwd) or any(k >= rank for k in (*iwd, *sdod)) or not all(ush):
+        return None
+    wsize = [1] * rank
+    for m, k in enumerate(wdims):
+        wsize[k] = ush[uwd[m]]
+    starts = [const(0, as_index(0).dtype)] * rank
+    for c, k in enumerate(sdod):
+        idx = [0] * len(ind.shape)
+        if ivd < len(ind.shape):
+            idx[ivd] = c
+        starts[k] = as_index(load(ind, idx))
+    if any(w > n for w, n in zip(wsize, x0.shape)):
+        return None
+    valid = all_of([binary(Op.AND, binary(Op.GE, s, const(0, s.dtype)), binary(Op.LE, s, const(n - w, s.dtype)))
+                    for s, n, w in zip(starts, x0.shape, wsize)])
+    corner = [clip(s, 0, n - w) for s, n, w in zip(starts, x0.shape, wsize)]
+
+    def upd_index(off):
+        """The update element at window offset ``off`` (one per operand dim)."""
+        u = [0] * len(ush)
+        for m, k in enumerate(wdims):
+            u[uwd[m]] = off[k]
+        return u
+
+    def out_fn(k):
+        def f(*i):
+            off = [clip(v - s, 0, w - 1) for v, s, w in zip(i, corner, wsize)]
+            inside = all_of([binary(Op.AND, binary(Op.GE, v - s, 0), binary(Op.LT, v - s, w))
+                             for v, s, w in zip(i, corner, wsize)])
+            new = fn([load(x, i) for x in xs] + [load(u, upd_index(off)) for u in upds])[k]
+            return select(binary(Op.AND, valid, inside), new, load(xs[k], i))
+        return f
+
+    def region_fn(k):
+        def f(*r):
+            at = [s + v for s, v in zip(corner, r)]
+            new = fn([load(x, at) for x in xs] + [load(u, upd_index(list(r))) for u in upds])[k]
+            return select(valid, new, load(xs[k], at))
+        return f
+
+    outs = []
+    for k, x in enumerate(xs):
+        out = ew(instr, x.shape, out_fn(k), x.dtype)
+        ctx.updates[out.op] = (x, ew(instr, tuple(wsize), region_fn(k), x.dtype), corner)
+        outs.append(out)
+    return outs
+
+
 def lower_scatter(ctx, instr, operands):
-    """``scatter`` as an extern op: updates combine into the operand with ``to_apply``
-    (add/multiply/max/min run as numpy ``ufunc.at``; other combiners apply in rounds of
-    distinct positions): https://openxla.org/xla/operation_semantics#scatter"""
+    """``scatter``: a single update window as computes (``_one_window``); otherwise an extern
+    op: updates combine into the operand with ``to_apply`` (add/multiply/max/min run as numpy
+    ``ufunc.at``; other combiners apply in rounds of distinct positions):
+    https://openxla.org/xla/operation_semantics#scatter"""
     n = (len(operands) - 1) // 2
     xs, ind, upds = list(operands[:n]), operands[n], list(operands[n + 1:])
     fn = ctx.scalar_fn(instr.attr("to_apply"), instr)
@@ -129,6 +189,9 @@ def lower_scatter(ctx, instr, operands):
           ints(instr, "scatter_dims_to_operand_dims"),
           instr.attr("index_vector_dim", len(ind.shape)),
           ints(instr, "input_batching_dims"), ints(instr, "scatter_indices_batching_dims"))
+    one = _one_window(ctx, instr, xs, ind, upds, dn, fn)
+    if one is not None:
+        return one[0] if n == 1 and not instr.shape.is_tuple else tuple(one)
     lhs = [IterVar(f"acc{k}", 0, AxisKind.PARAM, t.dtype) for k, t in enumerate(xs)]
     rhs = [IterVar(f"upd{k}", 0, AxisKind.PARAM, t.dtype) for k, t in enumerate(upds)]
     comb = fn([v.var for v in lhs] + [v.var for v in rhs])
