@@ -158,6 +158,28 @@ class WhileLoop:
         return tuple(state)
 
 
+@dataclass(frozen=True, eq=False)
+class Scatter:
+    """The ``fn`` of a ``scatter`` extern op over inputs ``(x_0..x_{n-1}, indices, u_0..u_{n-1})``
+    with XLA's dimension numbers ``dims`` = (update_window_dims, inserted_window_dims,
+    scatter_dims_to_operand_dims, index_vector_dim, input_batching_dims,
+    scatter_indices_batching_dims): every update window whose operand box lies wholly in bounds
+    combines into the outputs, one window after another in row-major order of the update's
+    scatter dims; ``comb[k]`` is output k's new value as an expression of the old values
+    ``lhs`` (IterVars, one per output) and the update values ``rhs``. ``run(arrays, run)``
+    computes it on the host (numpy); a compiling runtime may render it as a loop nest."""
+
+    n: int
+    dims: tuple
+    lhs: tuple
+    rhs: tuple
+    comb: tuple
+    run: Callable
+
+    def __call__(self, arrays, run) -> tuple:
+        return self.run(arrays, run)
+
+
 def extern(name: str, kind: str, inputs, out_shapes, out_dtypes, fn: Callable, attrs=()) -> tuple:
     """Define an extern op; returns its output tensors (a tuple)."""
     op = ExternOp(name, kind, tuple(inputs), tuple(tuple(int(d) for d in s) for s in out_shapes),

@@ -3,8 +3,8 @@
 The graph is cut at extern ops (while loops, sort, ...): each segment of compute ops between
 them becomes one compiled kernel (one C function running all its loop nests); on the cpu a
 while loop whose condition and body are plain compute graphs is one compiled kernel too
-(whileloop.py); other extern ops run on the host and evaluate their sub-computations through
-compiled code. Extern ops with no
+(whileloop.py), and so is a scatter (schedules/scatter.py); other extern ops run on the host
+and evaluate their sub-computations through compiled code. Extern ops with no
 inputs (array constants) are evaluated once, at compile time.
 """
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dsl.errors import KernelArgumentError
-from ..dsl.tensor import ComputeOp, ExternOp, Graph, Tensor, input_tensors
+from ..dsl.tensor import ComputeOp, ExternOp, Graph, Scatter, Tensor, input_tensors
 from ..schedules.fusion import default_schedule
 from ..schedules.schedule import Schedule
 from .backends import backend
@@ -124,8 +124,7 @@ class CompiledGraph:
         for n, item in enumerate(items):
             if isinstance(item, ExternOp):
                 used = {i for i in range(item.num_outputs) if (id(item), i) in self._read_after(items, n)}
-                k = backend(self.target).compile_while(item, self.target, self.schedule_fn, used) \
-                    if item.kind == "while" else None
+                k = self._compile_extern(item, used)
                 if k is not None:
                     ins = [_key(t) for t in item.inputs]
                     self.steps.append(_KernelStep(k, None, ins, [(id(item), i) for i in range(item.num_outputs)],
@@ -140,6 +139,16 @@ class CompiledGraph:
                 kernel = build(self.schedule_fn(g), self.target)
                 log.debug("segment -> kernel with %d inputs, %d outputs", len(ins), len(outs))
                 self.steps.append(_KernelStep(kernel, g, [_key(t) for t in ins], [_key(t) for t in outs]))
+
+    def _compile_extern(self, op: ExternOp, used: set[int]):
+        """A compiled kernel for extern op ``op`` (a while loop, a scatter) where the backend
+        has one, else None (the op runs on the host)."""
+        b = backend(self.target)
+        if op.kind == "while":
+            return b.compile_while(op, self.target, self.schedule_fn, used)
+        if op.kind == "scatter" and isinstance(op.fn, Scatter):
+            return b.compile_scatter(op, self.target)
+        return None
 
     def _read_after(self, items: list, n: int) -> set[Key]:
         """The values read by the steps after ``items[n]``, or returned."""

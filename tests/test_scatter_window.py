@@ -90,3 +90,42 @@ def test_a_loop_writing_one_element_per_step_compiles_whole_and_in_place():
     loop = [s for s in c.graph.steps if s.graph is None]
     assert loop and "memcpy(cur" in loop[0].kernel.source                   # a region written in place
     np.testing.assert_allclose(c(v), np.asarray(jax.jit(f)(v)), rtol=1e-6, atol=1e-6)
+
+
+def multi_text(shape, nwin, wlen, comb) -> str:
+    """Rows of ``u`` (nwin windows of wlen) combined into ``x`` at (row index, column start)
+    pairs of ``i`` (nwin x 2): a 2-D scatter with one inserted dim."""
+    return f"""HloModule m
+
+comb {{
+  {COMBINERS[comb]}
+}}
+
+ENTRY e {{
+  x = f32[{shape[0]},{shape[1]}] parameter(0)
+  i = s32[{nwin},2] parameter(1)
+  u = f32[{nwin},{wlen}] parameter(2)
+  ROOT s = f32[{shape[0]},{shape[1]}] scatter(x, i, u), update_window_dims={{1}}, inserted_window_dims={{0}}, scatter_dims_to_operand_dims={{0,1}}, index_vector_dim=1, to_apply=comb
+}}
+"""
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 6), st.integers(1, 8), st.integers(1, 12), st.integers(0, 10_000),
+       st.sampled_from(["add", "max", "set"]))
+def test_scatter_of_many_windows_compiles_and_matches_numpy(rows, cols, nwin, seed, comb):
+    """Many windows, duplicates and out-of-bounds ones: a compiled kernel (no host step), equal
+    to numpy applying the in-bounds windows in order."""
+    rng = np.random.default_rng(seed)
+    wlen = int(rng.integers(1, cols + 1))
+    x = rng.standard_normal((rows, cols)).astype(np.float32)
+    i = np.stack([rng.integers(-1, rows + 1, nwin), rng.integers(-1, cols - wlen + 2, nwin)], 1).astype(np.int32)
+    u = rng.standard_normal((nwin, wlen)).astype(np.float32)
+    c = hlotune.compile(hlotune.load_hlo(multi_text((rows, cols), nwin, wlen, comb)), target="cpu")
+    assert not any(isinstance(s, _ExternStep) for s in c.graph.steps)
+    want = x.copy()
+    for (r, s0), v in zip(i, u):
+        if 0 <= r < rows and 0 <= s0 <= cols - wlen:
+            box = want[r, s0:s0 + wlen]
+            want[r, s0:s0 + wlen] = {"set": v, "add": box + v, "max": np.maximum(box, v)}[comb]
+    np.testing.assert_allclose(c(x, i, u), want, rtol=1e-6, atol=1e-6)

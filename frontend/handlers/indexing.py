@@ -1,5 +1,6 @@
 """Data-dependent indexing: dynamic-slice, dynamic-update-slice, gather (computes) and scatter
-(an extern op with a numpy implementation).
+(one window: computes; more: an extern op that the cpu compiles as a loop nest,
+schedules/scatter.py, with a numpy implementation for other devices).
 
 Start indices are clamped as XLA does: into ``[0, operand_dim - slice_size]``.
 """
@@ -10,7 +11,7 @@ import numpy as np
 
 from ...dsl.expr import AxisKind, Expr, IterVar, binary, const, select
 from ...dsl.ops import Op
-from ...dsl.tensor import extern
+from ...dsl.tensor import Scatter, extern
 from .common import all_of, as_index, clip, dims_of, eval_scalar, ew, ints, load, unsupported
 
 
@@ -225,8 +226,9 @@ def lower_scatter(ctx, instr, operands):
         return tuple(outs)
 
     shapes = [t.shape for t in xs]
+    spec = Scatter(n, dn, tuple(lhs), tuple(rhs), tuple(comb), run_scatter)
     res = extern(instr.name, "scatter", (*xs, ind, *upds), shapes, [t.dtype for t in xs],
-                 run_scatter, attrs=(("dn", dn), ("to_apply", instr.attr("to_apply"))))
+                 spec, attrs=(("dn", dn), ("to_apply", instr.attr("to_apply"))))
     return res[0] if n == 1 and not instr.shape.is_tuple else tuple(res)
 
 

@@ -50,6 +50,11 @@ class Backend:
         nothing reads afterwards)."""
         return
 
+    def compile_scatter(self, op, target):
+        """A kernel running scatter extern op ``op`` (``dsl.tensor.Scatter``) on the device,
+        or None (then it runs on the host, in numpy)."""
+        return
+
     # ------------------------------------------------------------------ measurement
     def prepare(self, fn, target, timeout: float) -> dict:
         """Fields for the worker's requests (raise CompileError if it does not compile)."""

@@ -3,9 +3,11 @@ shared library loaded with ctypes; timed by an in-C loop around the kernel."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ...dsl.errors import TargetError
+from ...schedules.scatter import scatter_func
 from ..build import Kernel, check_scratch
 from ..codegen.c import render_c
 from ..cpu import CCompiler, Library, compile_c
@@ -49,6 +51,9 @@ class CPUBackend(Backend):
         check_scratch(fn)
         src = render_c(fn, self.hardware(target))
         return Kernel(fn, src, Library(compile_c(src, target.compiler)), target)
+
+    def compile_scatter(self, op, target):
+        return self.build(scatter_func(op, "hl_" + re.sub(r"[^0-9a-zA-Z_]", "_", op.name)), target)
 
     def compile_while(self, op, target, schedule_fn, used=None):
         from ..whileloop import build_while
