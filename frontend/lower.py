@@ -76,6 +76,8 @@ class LowerContext:
         self.comp: Computation | None = None   # the computation whose instruction is lowered
         #: dynamic-update-slice results -> (operand, update, clamped start expressions)
         self.updates: dict = {}
+        #: how many while loops enclose what is being lowered
+        self.loop_depth = 0
 
     def operand_instr(self, instr: Instruction, k: int) -> Instruction:
         """The instruction defining operand ``k`` of ``instr`` (for its shape and layout)."""

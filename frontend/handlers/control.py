@@ -8,13 +8,15 @@ fresh placeholders) through ``run``, or numpy.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterator
 
 import numpy as np
 
-from ...dsl.expr import AxisKind, IterVar, const
-from ...dsl.tensor import Graph, LoopState, PlaceholderOp, WhileLoop, compute, extern
-from .common import dtype_of, eval_scalar, ew, flatten, ints, unsupported
+from ...dsl.expr import AxisKind, IterVar, binary, const, select
+from ...dsl.ops import Op
+from ...dsl.tensor import ComputeOp, Graph, LoopState, PlaceholderOp, WhileLoop, compute, extern
+from .common import as_index, dtype_of, eval_scalar, ew, flatten, ints, load, unsupported
 from .sortkeys import lex_keys, lexsort_perm, sortable
 
 log = logging.getLogger(__name__)
@@ -121,8 +123,12 @@ def lower_while(ctx, instr, operands):
     """``while`` with tuple state as an extern op running ``condition`` and ``body``:
     https://openxla.org/xla/operation_semantics#while"""
     cname, bname = instr.attr("condition"), instr.attr("body")
-    cph, couts, _ = ctx.subgraph(cname)
-    bph, bouts, _ = ctx.subgraph(bname)
+    ctx.loop_depth += 1
+    try:
+        cph, couts, _ = ctx.subgraph(cname)
+        bph, bouts, _ = ctx.subgraph(bname)
+    finally:
+        ctx.loop_depth -= 1
     cpos, bpos = _positions(cph, couts), _positions(bph, bouts)
     inputs = flatten(operands[0])
     state = _loop_state(ctx, bph, flatten(ctx.subgraph(bname)[2]))
@@ -130,9 +136,47 @@ def lower_while(ctx, instr, operands):
     return _extern_result(ctx, instr, "while", inputs, loop, (("condition", cname), ("body", bname)))
 
 
+#: a conditional outside any loop is computed as a select of its branches when they do at most
+#: this much work (output elements times reduction extents, all branches together)
+SELECT_WORK = 1 << 20
+
+
+def _work(outs) -> int:
+    g = Graph(list(outs))
+    return sum(math.prod(op.shape) * math.prod(v.extent for v in op.reduce_axis)
+               for op in g.ops if isinstance(op, ComputeOp))
+
+
+def _as_select(ctx, instr, index, branches, args):
+    """``conditional`` as computes: every branch inlined on its operand, each output the
+    selected branch's (branches are pure, so computing the others changes no answer), or None
+    when a branch has an extern op, or, outside a loop body, when the branches do more than
+    ``SELECT_WORK`` (there one branch on the host is cheaper than all of them)."""
+    results = [flatten(ctx.lower_called(name, [a])) for name, a in zip(branches, args)]
+    outs = [t for r in results for t in r]
+    if Graph(outs).extern_ops or (not ctx.loop_depth and _work(outs) > SELECT_WORK):
+        return None
+    k = as_index(load(index, ())) if not index.dtype.is_bool else None
+    last = len(branches) - 1
+
+    def pick(j):
+        def f(*i):
+            if k is None:        # pred: true -> branch 0
+                return select(load(index, ()), load(results[0][j], i), load(results[1][j], i))
+            v = load(results[last][j], i)
+            for b in reversed(range(last)):
+                v = select(binary(Op.EQ, k, const(b, k.dtype)), load(results[b][j], i), v)
+            return v
+        return f
+    leaves = _leaf_shapes(instr.shape)
+    return _unflatten(instr.shape, iter([ew(instr, s.dims, pick(j), dtype_of(ctx, instr, s))
+                                         for j, s in enumerate(leaves)]))
+
+
 def lower_conditional(ctx, instr, operands):
     """``conditional`` on a pred (true, false branch) or an s32 index (out of range: the last
-    branch) as an extern op: https://openxla.org/xla/operation_semantics#conditional"""
+    branch): as a select of the branches (``_as_select``), else as an extern op running one
+    branch: https://openxla.org/xla/operation_semantics#conditional"""
     branches = instr.attr("branch_computations")
     if branches is None:
         branches = (instr.attr("true_computation"), instr.attr("false_computation"))
@@ -140,6 +184,9 @@ def lower_conditional(ctx, instr, operands):
     index, args = operands[0], operands[1:]
     if len(args) != len(branches):
         raise unsupported(ctx, instr, "expected one operand per branch")
+    selected = _as_select(ctx, instr, index, branches, args)
+    if selected is not None:
+        return selected
     graphs, inputs, spans = [], [index], []
     for name, a in zip(branches, args):
         ph, outs, _ = ctx.subgraph(name)

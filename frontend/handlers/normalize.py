@@ -15,7 +15,9 @@ from .common import dims_of, dtype_of, ew, load, reshape_index, unsupported
 
 
 def _feature(ctx, instr, x, per_feature):
-    f = int(instr.attr("feature_index", 0))
+    f = instr.attr("feature_index", 0)
+    if not isinstance(f, int) or isinstance(f, bool):
+        raise unsupported(ctx, instr, f"feature_index must be an integer, got {f!r}")
     if not 0 <= f < len(x.shape):
         raise unsupported(ctx, instr, f"feature_index {f} outside the operand's {len(x.shape)} dims")
     for t in per_feature:
@@ -24,7 +26,11 @@ def _feature(ctx, instr, x, per_feature):
                                           f"{t.dtype}{list(t.shape)}")
     if not x.dtype.is_float:
         raise unsupported(ctx, instr, f"needs floating-point operands, got {x.dtype}")
-    return f, float(instr.attr("epsilon", 0.0))
+    eps = instr.attr("epsilon", 0.0)
+    try:
+        return f, float(eps)
+    except (TypeError, ValueError):
+        raise unsupported(ctx, instr, f"epsilon must be a number, got {eps!r}") from None
 
 
 def _feature_sum(instr, x, f, body, tag: str):
