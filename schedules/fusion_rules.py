@@ -24,8 +24,19 @@ FOLD = "online_softmax_fold"
 PARALLEL_MIN_WORK = 1 << 15
 
 
+def is_view(op) -> bool:
+    """Whether ``op`` only reads another tensor at computed indices (a reshape, broadcast,
+    transpose or slice): inlined, it adds nothing to its reader's work."""
+    return isinstance(op, ComputeOp) and op.num_outputs == 1 and not op.reduce_axis and \
+        op.body[0].op is Op.LOAD
+
+
 def _cost(st: Stage) -> tuple[int, int]:
-    """(number of nodes, number of expensive nodes) of the stage's body."""
+    """(number of nodes, number of expensive nodes) of the stage's body; a view costs nothing
+    (its reader's load stands for it), so chains of reshapes and broadcasts, which the HLO and
+    StableHLO forms of one program spell differently, weigh the same."""
+    if is_view(st.op):
+        return 0, 0
     n = e = 0
     for x in walk(st.op.body):
         n += 1
