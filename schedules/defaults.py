@@ -56,8 +56,18 @@ def loop_default(s: Schedule, st: Stage, threads=None, tiled: bool = True) -> No
     if red and red[-1].extent >= 8 and simd_reducible(st) and _contiguous_in(st, red[-1]) > \
             (_contiguous_in(st, data[-1]) if data else -1):
         vec = red[-1]   # the inputs are contiguous along the reduction: a SIMD reduction
-    elif data and data[-1].extent >= 4 and (not red or (len(data) >= 2 and data[-1].extent >= 8)):
+    elif data and data[-1].extent >= 4 and (not red or (data[-1].extent >= 8 and (
+            len(data) >= 2 or _contiguous_in(st, data[-1]) > _contiguous_in(st, red[-1])))):
         if red:
+            # the reductions outside, the output's contiguous axis inside as SIMD lanes; a
+            # one-axis output (column sums) gives its lanes to the threads in blocks
+            inner = data[-1]
+            if len(data) == 1 and work >= PARALLEL_MIN_WORK and threads > 1 and inner.extent >= 32:
+                lanes = -(-inner.extent // threads)
+                lanes = -(-lanes // 16) * 16
+                if lanes < inner.extent:
+                    block, inner = s.split(inner, lanes)
+                    data = [block, inner]
             s.reorder(*data[:-1], *red, data[-1])
         vec = data[-1]
     elif red and red[-1].extent >= 8 and simd_reducible(st):
