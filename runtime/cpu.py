@@ -101,6 +101,11 @@ def compile_c(source: str, compiler: CCompiler | None = None, timeout: float = 3
     return out
 
 
+@cache
+def _ptr_array(n: int):
+    return ctypes.c_void_p * n
+
+
 class Library:
     """A loaded kernel library with ``hl_entry(void**)`` and ``hl_bench(void**, n) -> seconds``.
 
@@ -139,7 +144,5 @@ class Library:
 
     @staticmethod
     def pack(arrays) -> ctypes.Array:
-        ptrs = (ctypes.c_void_p * max(1, len(arrays)))()
-        for k, a in enumerate(arrays):
-            ptrs[k] = a.ctypes.data
-        return ptrs
+        """The arrays' data pointers as a ``void*[]``."""
+        return _ptr_array(max(1, len(arrays)))(*[a.ctypes.data for a in arrays])

@@ -116,6 +116,10 @@ class CompiledGraph:
         self.constants: dict[Key, np.ndarray] = {}
         self.steps: list = []
         self._sub: dict[tuple, CompiledGraph] = {}
+        # what a call checks and where it puts each argument, and where the results are
+        self._in_specs = [(_key(t), nm, t.dtype.np, tuple(t.shape), t)
+                          for t, nm in zip(self.graph.inputs, self.graph.input_names)]
+        self._out_keys = [_key(t) for t in self.graph.outputs]
         self._plan()
 
     # ------------------------------------------------------------------ planning
@@ -184,13 +188,14 @@ class CompiledGraph:
             raise KernelArgumentError(f"expected {len(g.inputs)} inputs "
                                       f"({', '.join(g.input_names)}), got {len(arrays)}")
         values: dict[Key, np.ndarray] = dict(self.constants)
-        for t, nm, a in zip(g.inputs, g.input_names, arrays):
-            a = np.asarray(a)
-            if a.dtype != t.dtype.np:
+        for (key, nm, npdt, shape, t), a in zip(self._in_specs, arrays):
+            if type(a) is not np.ndarray:
+                a = np.asarray(a)
+            if a.dtype != npdt:
                 raise KernelArgumentError(f"input '{nm}' has dtype {a.dtype}, expected {t.dtype}")
-            if tuple(a.shape) != t.shape:
+            if a.shape != shape:
                 raise KernelArgumentError(f"input '{nm}' has shape {a.shape}, expected {t.shape}")
-            values[_key(t)] = np.require(a, requirements="C")
+            values[key] = a if a.flags.c_contiguous else np.ascontiguousarray(a)
         for step in self.steps:
             if isinstance(step, _KernelStep):   # values are checked at entry or made by our kernels
                 ins = [values[k] for k in step.inputs]
@@ -200,7 +205,7 @@ class CompiledGraph:
                 outs = op.fn([values[k] for k in step.inputs], self.run)
                 for i, (o, d, shp) in enumerate(zip(outs, op.out_dtypes, op.out_shapes)):
                     values[(id(op), i)] = np.require(np.asarray(o, d.np).reshape(shp), requirements="C")
-        res = tuple(values[_key(t)] for t in g.outputs)
+        res = tuple(values[k] for k in self._out_keys)
         return res[0] if len(res) == 1 else res
 
     def profile(self, *arrays, repeat: int = 10, min_repeat_ms: float = 20.0) -> list[dict]:
