@@ -41,6 +41,7 @@ from .rowfusion import fuse_slices
 from .schedule import Schedule, Stage
 from .templates.base import as_hardware
 from .templates.families import templates_for
+from .templates.gemm import operands as gemm_operands
 from .templates.gemm import streams_across
 
 log = logging.getLogger(__name__)
@@ -95,6 +96,11 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
             # pack of the operand, scalar where the pack is transposed, and again in each other
             # reader; materialized, once (an SGD step on a 256x512 MLP: 1.15 ms against 2.4 ms)
             inline = False
+        if inline and not is_view(st.op) and any(_windowed_operand(st, r) for r in rs):
+            # arithmetic (a pad's bounds select) that a convolution reads through its window:
+            # the template cannot pack that operand, so inlined it would run, masked, inside the
+            # micro-kernel at every tap (WaveNet's padded dilated convolutions: 2x XLA's time)
+            inline = False
         if st.op.tag == SCAN_STEP:
             inline = False      # read twice by the next step: inlined, each step would double the work
         if st.op.tag == ROW_STAT:
@@ -125,6 +131,15 @@ def fuse_default(s: Schedule, epilogues: bool = False, plan: dict | None = None)
             if plan.get(c.knob, 1):
                 s.compute_at(d.output(0), st.leaf[-1])
     return choices
+
+
+def _windowed_operand(p: Stage, r: Stage) -> bool:
+    """Whether dot/conv ``r`` reads ``p`` as an operand that cannot be packed in panels (an
+    index mixes the output axis with others: a convolution's window)."""
+    if classify_op(r.op) not in ("dot", "conv"):
+        return False
+    bs, as_ = gemm_operands(r.op)
+    return any(t.op is p.op and not plain for t, _, plain in bs + as_)
 
 
 #: the largest body (nodes, repeats counted) a stage may reach by inlining a shared producer

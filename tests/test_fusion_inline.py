@@ -120,3 +120,28 @@ def test_a_cheap_input_shared_only_by_an_activations_terms_is_inlined(monkeypatc
     s = _matches([Y])
     assert s.stage("S").is_inline and s.stage("T").is_inline
     assert absorbed_tile(s, s.stage("G")) is s.stage("D")
+
+
+def test_a_padded_input_read_through_a_convolution_window_is_materialized():
+    """A pad (a bounds select) that a convolution reads through its window cannot be packed,
+    so the default keeps it a stage of its own instead of masking every tap of the
+    micro-kernel; the answer is numpy's."""
+    import numpy as np
+
+    from hlotune.dsl.tensor import Graph
+    from hlotune.runtime.module import CompiledGraph
+    from hlotune.runtime.targets import get_target
+    from hlotune.schedules.fusion import default_schedule
+    C, T, O, d = 16, 128, 32, 4
+    x = dsl.placeholder((C, T), "float32", name="x")
+    w = dsl.placeholder((O, C, 2), "float32", name="w")
+    xp = dsl.compute((C, T + d), lambda c, t: dsl.select(t >= d, x[c, dsl.maximum(t - d, 0)], 0.0), name="xp")
+    c_, k = dsl.reduce_axis(C, name="c"), dsl.reduce_axis(2, name="k")
+    y = dsl.compute((O, T), lambda o, t: dsl.sum(w[o, c_, k] * xp[c_, t + k * d], axis=[c_, k]), name="y")
+    s = default_schedule(Graph([y], [x, w]), hw=get_target("cpu").hardware)
+    assert s.stages["xp"].is_root
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((C, T)).astype(np.float32), rng.standard_normal((O, C, 2)).astype(np.float32)
+    pad = np.concatenate([np.zeros((C, d), np.float32), a], 1)
+    want = np.einsum("ock,ckt->ot", b, np.stack([pad[:, :T], pad[:, d:d + T]], 1))
+    np.testing.assert_allclose(CompiledGraph([y], [x, w], "cpu")(a, b), want, rtol=1e-4, atol=1e-4)
