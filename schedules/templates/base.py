@@ -83,18 +83,42 @@ def is_pow2(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and v >= 1 and v & (v - 1) == 0
 
 
-class Template:
-    """Base of the templates; subclasses set ``family`` and implement ``knobs``/``steps``.
+#: a KnobSpec field left unset
+UNSET = object()
 
-    ``domains`` maps each knob name to a predicate on values that holds for every workload
-    (used to validate imported logs, whose workloads may be unknown here).
-    """
+
+@dataclass(frozen=True)
+class KnobSpec:
+    """A template knob, declared once. ``domain``: a predicate that every value satisfies on any
+    workload (imported logs, whose workloads may be unknown here, are checked against it);
+    ``legacy``: for a knob added after configs were first recorded, the value that gives the
+    schedule those configs meant (a tuning log from an older hlotune still applies);
+    ``preferred``: the value a template's default config picks where the stage offers it.
+    The values a stage offers come from the template's ``knobs`` (they depend on its shapes)."""
+
+    name: str
+    domain: Callable[[object], bool]
+    legacy: object = UNSET
+    preferred: object = UNSET
+
+
+class Template:
+    """Base of the templates; subclasses set ``family`` and ``specs`` (every knob, declared
+    once: ``KnobSpec``) and implement ``knobs``/``steps``. ``domains``, ``legacy`` and
+    ``preferred`` are read off ``specs``; ``knobs`` may offer only declared knobs."""
 
     family = "generic"
+    specs: tuple[KnobSpec, ...] = ()
     domains: dict = {}
-    #: knobs added after configs were first recorded, with the value that gives the schedules
-    #: those configs meant: a tuning log from an older hlotune still applies
     legacy: dict = {}
+    preferred: dict = {}
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if "specs" in cls.__dict__:
+            cls.domains = {k.name: k.domain for k in cls.specs}
+            cls.legacy = {k.name: k.legacy for k in cls.specs if k.legacy is not UNSET}
+            cls.preferred = {k.name: k.preferred for k in cls.specs if k.preferred is not UNSET}
 
     def complete(self, config: dict) -> dict:
         """``config`` with any ``legacy`` knob it lacks set to its old meaning."""
@@ -117,7 +141,11 @@ class Template:
         """The knobs of stage ``st`` on machine ``hw`` (a Hardware, or a thread count for the
         generic machine)."""
         hw = as_hardware(hw)
-        return Space(tuple(self.knobs(st, hw)), derived=self.derived(st, hw))
+        knobs = tuple(self.knobs(st, hw))
+        undeclared = [k.name for k in knobs if k.name not in self.domains]
+        if undeclared:
+            raise TypeError(f"{type(self).__name__} offers knobs {undeclared} that its specs do not declare")
+        return Space(knobs, derived=self.derived(st, hw))
 
     def derived(self, st: Stage, hw: Hardware) -> Callable[[dict], tuple] | None:
         """The space's derived features (see ``Space``); None: the knobs alone."""

@@ -10,7 +10,7 @@ from ...dsl.errors import ScheduleError
 from ...dsl.expr import AxisKind
 from ..fusion_rules import CHOICE_KINDS, classify, classify_op, simd_reducible
 from ..schedule import Stage, check
-from .base import Knob, Template, as_hardware, is_pow2, parallel_fuse, pow2_upto, split_last_reduction
+from .base import Knob, KnobSpec, Template, as_hardware, is_pow2, parallel_fuse, pow2_upto, split_last_reduction
 from .gemm import Gemm, GemmConv
 
 
@@ -30,7 +30,7 @@ class Elementwise(Template):
     """Injective stages: split+vectorize the innermost axis, parallel outer loops."""
 
     family = "elementwise"
-    domains = {"vector": lambda v: v == 0 or is_pow2(v), "parallel": _flag}
+    specs = (KnobSpec("vector", lambda v: v == 0 or is_pow2(v)), KnobSpec("parallel", _flag))
 
     def knobs(self, st, hw):
         d = _data(st)
@@ -59,8 +59,9 @@ class Reduction(Template):
     """Reductions that are not dots or convolutions (row sums, max, mean, ...)."""
 
     family = "reduction"
-    domains = {"order": lambda v: v in ("inner", "outer"), "split_k": is_pow2, "unroll_k": _flag, "vector_k": _flag,
-               "cache": _flag, "parallel": _flag}
+    specs = (KnobSpec("order", lambda v: v in ("inner", "outer")), KnobSpec("split_k", is_pow2),
+             KnobSpec("unroll_k", _flag), KnobSpec("vector_k", _flag), KnobSpec("cache", _flag),
+             KnobSpec("parallel", _flag))
 
     def knobs(self, st, hw):
         d, r = _data(st), _red(st)
@@ -111,7 +112,7 @@ class Generic(Template):
     """Any stage: only the loop-level choices that are always legal."""
 
     family = "generic"
-    domains = {"parallel": _flag}
+    specs = (KnobSpec("parallel", _flag),)
 
     def knobs(self, st, hw):
         return [Knob("parallel", (1, 0) if hw.threads > 1 else (0,))]

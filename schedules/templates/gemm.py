@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import ClassVar
 
 from ...dsl.expr import walk
 from ...dsl.ops import Op
@@ -41,7 +40,7 @@ from ..hardware import Hardware
 from ..kgroups import SIZES as GROUP_SIZES
 from ..kgroups import GroupKind, group_kind
 from ..schedule import Schedule, Stage, check
-from .base import Knob, Template, is_pow2
+from .base import Knob, KnobSpec, Template, is_pow2
 
 MR_VALUES = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16)
 NR_VECTORS = (1, 2, 3, 4, 6, 8)
@@ -227,15 +226,15 @@ class Gemm(Template):
     """Dots (and, as ``GemmConv``, convolutions) on the CPU; see the module docstring."""
 
     family = "dot"
-    domains = {"mr": lambda v: v in MR_VALUES, "nr": lambda v: isinstance(v, int) and 1 <= v <= 256,
-               "mb": lambda v: v in NBLOCKS, "nb": lambda v: v in NBLOCKS,
-               "order": lambda v: v in ("nm", "mn"), "pack_a": _flag, "pack_b": _flag,
-               "unroll_k": is_pow2, "parallel": lambda v: v in (0, 1, 2),
-               "kc": lambda v: isinstance(v, int) and not isinstance(v, bool) and (v == 0 or v in K_BLOCKS),
-               "kgroup": lambda v: v in GROUP_SIZES and not isinstance(v, (bool, float))}
     #: configs recorded before K blocks (K groups) existed ran the whole reduction in each register
-    #: tile (one K step at a time)
-    legacy: ClassVar[dict] = {"kc": 0, "kgroup": 1}
+    #: tile (one K step at a time): their legacy values
+    specs = (KnobSpec("mr", lambda v: v in MR_VALUES), KnobSpec("nr", lambda v: isinstance(v, int) and 1 <= v <= 256),
+             KnobSpec("mb", lambda v: v in NBLOCKS), KnobSpec("nb", lambda v: v in NBLOCKS),
+             KnobSpec("order", lambda v: v in ("nm", "mn")), KnobSpec("pack_a", _flag), KnobSpec("pack_b", _flag),
+             KnobSpec("unroll_k", is_pow2), KnobSpec("parallel", lambda v: v in (0, 1, 2)),
+             KnobSpec("kc", lambda v: isinstance(v, int) and not isinstance(v, bool) and (v == 0 or v in K_BLOCKS),
+                      legacy=0),
+             KnobSpec("kgroup", lambda v: v in GROUP_SIZES and not isinstance(v, (bool, float)), legacy=1))
 
     # ------------------------------------------------------------------ space
     def knobs(self, st: Stage, hw: Hardware) -> list[Knob]:

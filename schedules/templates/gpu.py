@@ -31,7 +31,7 @@ from ...dsl.expr import AxisKind, walk
 from ...dsl.ops import Op
 from ...dsl.tensor import Tensor
 from ..schedule import Schedule, Stage, check
-from .base import Knob, Template, is_pow2, pow2_upto, split_last_reduction
+from .base import Knob, KnobSpec, Template, is_pow2, pow2_upto, split_last_reduction
 
 #: the largest work-group the templates make (whatever the device allows)
 MAX_LOCAL = 256
@@ -63,8 +63,8 @@ def _n_data(st: Stage) -> int:
 
 
 class _CLTemplate(Template):
-    #: the knob values an untuned device schedule wants (each clipped to the stage's values)
-    preferred: dict = {}
+    """``preferred`` (from ``specs``): the knob values an untuned device schedule wants (each
+    clipped to the stage's values)."""
 
     def __init__(self, max_work_group_size: int = MAX_LOCAL):
         self.max_local = max(1, min(int(max_work_group_size or MAX_LOCAL), MAX_LOCAL))
@@ -105,10 +105,9 @@ class _CLTemplate(Template):
 
 class ElementwiseCL(_CLTemplate):
     family = "elementwise"
-    preferred = {"local": 128, "per_item": 4, "layout": "stride", "vector": 0}
-    legacy = {"vector": 0}
-    domains = {"local": is_pow2, "per_item": is_pow2, "layout": lambda v: v in ("chunk", "stride"),
-               "vector": _flag}
+    specs = (KnobSpec("local", is_pow2, preferred=128), KnobSpec("per_item", is_pow2, preferred=4),
+             KnobSpec("layout", lambda v: v in ("chunk", "stride"), preferred="stride"),
+             KnobSpec("vector", _flag, legacy=0, preferred=0))
 
     def knobs(self, st, hw):
         n = _n_data(st)
@@ -131,8 +130,7 @@ class ElementwiseCL(_CLTemplate):
 
 class GenericCL(_CLTemplate):
     family = "generic"
-    preferred = {"local": 64}
-    domains = {"local": is_pow2}
+    specs = (KnobSpec("local", is_pow2, preferred=64),)
 
     def knobs(self, st, hw):
         n = _n_data(st)
@@ -146,10 +144,10 @@ class GenericCL(_CLTemplate):
 
 class ReductionCL(_CLTemplate):
     family = "reduction"
-    domains = {"local": is_pow2, "per_item": is_pow2, "split_k": is_pow2, "unroll_k": _flag,
-               "order": lambda v: v in ("inner", "outer"), "local_k": is_pow2}
-    preferred = {"local": 64, "per_item": 1, "split_k": 1, "unroll_k": 0, "order": "inner", "local_k": 1}
-    legacy = {"local_k": 1}
+    specs = (KnobSpec("local", is_pow2, preferred=64), KnobSpec("per_item", is_pow2, preferred=1),
+             KnobSpec("split_k", is_pow2, preferred=1), KnobSpec("unroll_k", _flag, preferred=0),
+             KnobSpec("order", lambda v: v in ("inner", "outer"), preferred="inner"),
+             KnobSpec("local_k", is_pow2, legacy=1, preferred=1))
 
     def knobs(self, st, hw):
         n = _n_data(st)
@@ -210,13 +208,14 @@ class ReductionCL(_CLTemplate):
 
 class TiledCL(_CLTemplate):
     family = "dot"
-    #: measured on a CPU device and the usual GPU shape: 8 x 16 work-items, 4 x 4 strided outputs each
-    preferred = {"local_x": 8, "local_y": 16, "tile_x": 4, "tile_y": 4, "split_k": 1, "cache_write": 0,
-                 "unroll": 1, "local_mem": 0, "layout": "stride", "vector": 0}
-    legacy = {"local_mem": 0, "layout": "block", "vector": 0}
-    domains = {"local_x": is_pow2, "local_y": is_pow2, "tile_x": is_pow2, "tile_y": is_pow2, "split_k": is_pow2,
-               "cache_write": _flag, "unroll": _flag, "local_mem": _flag,
-               "layout": lambda v: v in ("block", "stride"), "vector": _flag}
+    #: preferred: measured on a CPU device and the usual GPU shape: 8 x 16 work-items, 4 x 4
+    #: strided outputs each
+    specs = (KnobSpec("local_x", is_pow2, preferred=8), KnobSpec("local_y", is_pow2, preferred=16),
+             KnobSpec("tile_x", is_pow2, preferred=4), KnobSpec("tile_y", is_pow2, preferred=4),
+             KnobSpec("split_k", is_pow2, preferred=1), KnobSpec("cache_write", _flag, preferred=0),
+             KnobSpec("unroll", _flag, preferred=1), KnobSpec("local_mem", _flag, legacy=0, preferred=0),
+             KnobSpec("layout", lambda v: v in ("block", "stride"), legacy="block", preferred="stride"),
+             KnobSpec("vector", _flag, legacy=0, preferred=0))
 
     def knobs(self, st, hw):
         d = st.op.axis

@@ -16,7 +16,7 @@ from functools import cache
 from ...dsl.errors import ConfigError, ScheduleError
 from ..gpu_gemm import GemmParams, check_params, gemm_form
 from ..schedule import Schedule, Stage
-from .base import Knob, is_pow2
+from .base import Knob, KnobSpec, is_pow2
 from .gpu import TiledCL
 
 #: the knob values of the GEMM kernel
@@ -57,9 +57,9 @@ def _upto(n: int, values: tuple) -> tuple:
 
 class GemmCUDA(TiledCL):
     family = "dot"
-    domains = {**TiledCL.domains, "mma": _flag, "bm": is_pow2, "bn": is_pow2, "bk": is_pow2, "wm": is_pow2,
-               "wn": is_pow2, "tm": is_pow2, "tn": is_pow2, "stages": lambda v: v in STAGES,
-               "group_m": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1}
+    specs = (*TiledCL.specs, KnobSpec("mma", _flag), *(KnobSpec(n, is_pow2) for n in ("bm", "bn", "bk", "wm", "wn", "tm", "tn")),
+             KnobSpec("stages", lambda v: v in STAGES),
+             KnobSpec("group_m", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1))
 
     def __init__(self, max_work_group_size: int = 1024, compute_capability: int = 0):
         super().__init__(max_work_group_size)
