@@ -122,3 +122,8 @@ class RunLockedError(HlotuneError):
 
 class ClusterError(HlotuneError):
     """A Dask cluster cannot be used as given (address, security options); the message says why."""
+
+
+class ExportError(HlotuneError):
+    """A module cannot be exported as a library (it has host-only ops, listed), or an exported
+    library cannot run here (a folder that is no export, a CPU without its instructions)."""

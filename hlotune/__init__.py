@@ -1,7 +1,8 @@
 """hlotune: HLO in, tuned kernels out.
 
 Public API: the DSL (``hlotune.dsl``), ``Schedule``, ``build``; modules: ``load_hlo``,
-``compile``, ``tune``, ``report``; from JAX: ``jit`` (hlotune's ``jax.jit``) and ``jax_op``
+``compile``, ``tune``, ``report``, ``export_library``/``load_library`` (a tuned module as a
+library that runs without Python or a compiler); from JAX: ``jit`` (hlotune's ``jax.jit``) and ``jax_op``
 (tuned kernels inside the user's ``jax.jit``); errors in ``hlotune.errors``.
 """
 
@@ -26,7 +27,7 @@ from .runtime.targets import Target, get_target
 from .schedules.schedule import Schedule
 
 _LAZY = {"load_hlo": "api", "compile": "api", "tune": "api", "report": "api", "Module": "api",
-         "CompiledModule": "api", "jit": "api", "jax_op": "jaxop"}
+         "CompiledModule": "api", "jit": "api", "jax_op": "jaxop", "export_library": "api", "load_library": "api"}
 
 
 def __getattr__(name):
@@ -67,10 +68,12 @@ __all__ = [
     "compile",
     "dsl",
     "errors",
+    "export_library",
     "get_target",
     "jax_op",
     "jit",
     "load_hlo",
+    "load_library",
     "report",
     "tune",
 ]

@@ -213,6 +213,24 @@ def compile(module, target="cpu", db=None, threads: int | None = None) -> Compil
     return CompiledModule(module, t, fn)
 
 
+def export_library(module, out, db=None, threads: int | None = None):
+    """Write ``module`` (as ``compile`` takes it), with the kernels ``db`` tuned for this cpu, as
+    a library folder ``out`` that runs without Python or a compiler: the shared library, a C
+    header with one entry point, a C example and a manifest (runtime/export.py). A module with
+    host-only ops is refused (ExportError, naming them). Returns the folder."""
+    from .runtime.export import export_library as _export
+    c = compile(module, "cpu", db=db, threads=threads)
+    return _export(c.graph, out, name=c.module.name, input_names=[t.name for t in c.module.params])
+
+
+def load_library(folder):
+    """An exported library folder (``export_library``) loaded for calls on numpy arrays; no
+    compiler needed. ExportError when the folder is no export or this CPU lacks the
+    instructions it was built with."""
+    from .runtime.export import load_library as _load
+    return _load(folder)
+
+
 def tune(module, *example_args, target="cpu", trials: int | None = 64, db="tuning.db", tuner: str = "bayes",
          seed: int = 0, progress: bool = True, example_kwargs: dict | None = None, remeasure: bool = False,
          threads: int | None = None, budget=None, **options):

@@ -235,9 +235,18 @@ def cmd_report(args) -> int:
 
 
 def cmd_export(args) -> int:
+    """A database's trials as a log, or (with ``--out``) a module as a library folder."""
+    if args.out:
+        from .api import export_library
+        db = args.db
+        out = export_library(args.log, args.out, db=db)
+        print(f"exported {args.log} ({'tuned with ' + str(db) if db else 'default schedules'}) to {out}: "
+              "libhlotune_module.so, hlotune_module.h, example.c, hlotune_module.json")
+        return 0
     from .autotune.database import Database
-    n = Database(args.db, create=False).export_jsonl(args.log)
-    print(f"exported {n} trials from {args.db} to {args.log}")
+    db = args.db or "tuning.db"
+    n = Database(db, create=False).export_jsonl(args.log)
+    print(f"exported {n} trials from {db} to {args.log}")
     return 0
 
 
@@ -399,9 +408,14 @@ def build_parser() -> argparse.ArgumentParser:
     rp.set_defaults(fn=cmd_report)
     dv = sub.add_parser("devices", help="list the CPU target, the OpenCL and the CUDA devices with their limits")
     dv.set_defaults(fn=cmd_devices)
-    ex = sub.add_parser("export", help="export a database's trials as a JSON-lines log")
-    ex.add_argument("log", help="the JSON-lines file to write")
-    ex.add_argument("--db", default="tuning.db", help=_DB_EXISTING)
+    ex = sub.add_parser("export", help="export a database's trials as a JSON-lines log, or (with --out) a module "
+                        "as a library that runs without Python or a compiler")
+    ex.add_argument("log", metavar="LOG|MODULE", help="the JSON-lines file to write; with --out, the HLO or "
+                    "StableHLO module to export")
+    ex.add_argument("--db", help=_DB_EXISTING + "; with --out, the module's tuned kernels "
+                    "come from it when given (else default schedules)")
+    ex.add_argument("--out", metavar="DIR", help="write MODULE as a library folder: libhlotune_module.so, a C header "
+                    "with one entry point, a C example and a manifest (cpu; hlotune.load_library runs it)")
     ex.set_defaults(fn=cmd_export)
     im = sub.add_parser("import", help="import a JSON-lines log (each record validated; all or nothing)")
     im.add_argument("log", help="a JSON-lines log written by 'hlotune export'")
