@@ -56,12 +56,12 @@ class UnsupportedOpError(HlotuneError, NotImplementedError):
     """An HLO opcode (or an attribute form of it) that hlotune cannot lower."""
 
     def __init__(self, opcode: str, *, line: int | None = None, file: str | None = None,
-                 detail: str = ""):
+                 detail: str = "", kind: str = "HLO op"):
         self.opcode = opcode
         self.line = line
         self.file = file
         where = f" at {file or '<hlo>'}:{line}" if line else ""
-        msg = f"unsupported HLO op '{opcode}'{where}"
+        msg = f"unsupported {kind} '{opcode}'{where}"
         if detail:
             msg += f": {detail}"
         super().__init__(msg)

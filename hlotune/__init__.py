@@ -2,7 +2,8 @@
 
 Public API: the DSL (``hlotune.dsl``), ``Schedule``, ``build``; modules: ``load_hlo``,
 ``compile``, ``tune``, ``report``, ``export_library``/``load_library`` (a tuned module as a
-library that runs without Python or a compiler); from JAX: ``jit`` (hlotune's ``jax.jit``) and ``jax_op``
+library that runs without Python or a compiler); from TensorFlow/Keras and PyTorch:
+``from_tensorflow``, ``from_keras``, ``from_torch``; from JAX: ``jit`` (hlotune's ``jax.jit``) and ``jax_op``
 (tuned kernels inside the user's ``jax.jit``); errors in ``hlotune.errors``.
 """
 
@@ -27,7 +28,8 @@ from .runtime.targets import Target, get_target
 from .schedules.schedule import Schedule
 
 _LAZY = {"load_hlo": "api", "compile": "api", "tune": "api", "report": "api", "Module": "api",
-         "CompiledModule": "api", "jit": "api", "jax_op": "jaxop", "export_library": "api", "load_library": "api"}
+         "CompiledModule": "api", "jit": "api", "jax_op": "jaxop", "export_library": "api", "load_library": "api",
+         "from_tensorflow": "frameworks", "from_keras": "frameworks", "from_torch": "frameworks"}
 
 
 def __getattr__(name):
@@ -69,6 +71,9 @@ __all__ = [
     "dsl",
     "errors",
     "export_library",
+    "from_keras",
+    "from_tensorflow",
+    "from_torch",
     "get_target",
     "jax_op",
     "jit",

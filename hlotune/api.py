@@ -26,6 +26,11 @@ class Module:
     hlo: object
     lowered: object
     source: str | None = None
+    #: a framework's name for each parameter (None: the HLO's name alone), e.g. a weight's path
+    param_names: tuple | None = None
+    #: parameter index -> its value, for a framework model's weights (hlotune/frameworks.py):
+    #: calls then give only the other parameters, positional; a bound one may be passed by name
+    bound: dict | None = None
 
     @property
     def params(self):
@@ -54,7 +59,10 @@ class Module:
         """Random arrays matching the entry parameters (ints in [0, 8), bools random)."""
         rng = np.random.default_rng(seed)
         out = []
-        for t in self.params:
+        for k, t in enumerate(self.params):
+            if self.bound and k in self.bound:      # a framework model's weight: its own value
+                out.append(self.bound[k])
+                continue
             d = t.dtype
             if d.is_float:
                 a = rng.standard_normal(t.shape).astype(d.np)
@@ -71,9 +79,10 @@ class Module:
         import re
         names = [t.name for t in self.params]
         short = [re.sub(r"\.\d+$", "", n) for n in names]
+        given = self.param_names or (None,) * len(names)
         keys = []
-        for k, (n, s) in enumerate(zip(names, short)):
-            ks = [f"arg{k}", n]
+        for k, (n, s, g) in enumerate(zip(names, short, given)):
+            ks = [f"arg{k}", *([g] if g else []), n]
             if s != n and short.count(s) == 1 and s not in names:
                 ks.append(s)
             keys.append(list(dict.fromkeys(ks)))
@@ -84,6 +93,15 @@ class Module:
         ``param_keys``); Python numbers for scalar parameters become arrays of their dtype.
         KernelArgumentError for a parameter given twice or not at all, or an unknown name."""
         from .dsl.errors import KernelArgumentError
+        if self.bound and len(args) + len(self.bound) <= len(self.params):
+            # positional arguments fill the unbound parameters in order; bound ones come from
+            # their values unless given by name
+            free = [k for k in range(len(self.params)) if k not in self.bound]
+            keys = self.param_keys()
+            byname = {k for k, ks in enumerate(keys) for name in named if name in ks}
+            named = {**{f"arg{k}": v for k, v in self.bound.items() if k not in byname},
+                     **{f"arg{free[i]}": a for i, a in enumerate(args)}, **named}
+            args = ()
         if not named and len(args) == len(self.params) and all(isinstance(a, np.ndarray) for a in args):
             return list(args)       # the common call: one array per parameter, in order (checked at entry)
         keys = self.param_keys()
