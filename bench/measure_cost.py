@@ -15,9 +15,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import hlotune
 from hlotune.autotune.task import extract_tasks
 from hlotune.runtime.targets import get_target
+
+import hlotune
 
 from .common import environment, interleaved, md_table, write_results
 
@@ -46,7 +47,7 @@ def main(argv=None):
             trials = sum(r.trials for r in res)
             got[mode] = (hlotune.compile(m, db=db), wall, measure, trials)
         a = m.random_inputs()
-        times = interleaved({k: (lambda f=v[0]: f(*a)) for k, v in got.items()}, repeats=args.repeats)
+        times = interleaved({k: (lambda f=v[0], a=a: f(*a)) for k, v in got.items()}, repeats=args.repeats)
         ratio = statistics.median([x / y for x, y in zip(times["adaptive"], times["full"])])
         for mode, (_, wall, measure, trials) in got.items():
             rows.append({"module": name, "mode": mode, "tuning_wall_s": wall, "measure_s": measure, "trials": trials,

@@ -56,7 +56,7 @@ def loops(jax, jnp, lax):
     def newton_while(x):
         """Newton's square root of 4096 values in a while_loop that stops when every update is small."""
         def cond(s):
-            y, dy, i = s
+            _, dy, i = s
             return (jnp.max(jnp.abs(dy)) > 1e-6) & (i < 100)
 
         def body(s):

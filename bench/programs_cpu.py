@@ -23,10 +23,10 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
-
-import hlotune
 from hlotune.runtime import build as rbuild
 from hlotune.runtime.module import _ExternStep
+
+import hlotune
 
 from .common import environment, interleaved, md_table, write_results
 from .programs import programs, texts

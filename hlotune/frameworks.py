@@ -27,7 +27,8 @@ from dataclasses import replace
 import numpy as np
 
 from .api import Module, load_hlo
-from .dsl.errors import ConfigError, MissingDependencyError, UnsupportedOpError
+from .dsl.errors import ConfigError, UnsupportedOpError
+from .jaxbridge import require_module
 
 __all__ = ["from_keras", "from_tensorflow", "from_torch"]
 
@@ -52,11 +53,7 @@ def _bind(m: Module, names: list[str], values: list, nargs: int) -> Module:
 # ------------------------------------------------------------------ TensorFlow / Keras
 
 def _tf():
-    try:
-        import tensorflow as tf
-    except ImportError as e:
-        raise MissingDependencyError("tensorflow", "tensorflow") from e
-    return tf
+    return require_module("tensorflow", "tensorflow")
 
 
 def _hlo_text(ir) -> str:
@@ -164,12 +161,8 @@ def from_keras(model, *example_args, weights: str = "inputs") -> Module:
 # ------------------------------------------------------------------ PyTorch
 
 def _torchax():
-    try:
-        import torch  # noqa: F401
-        import torchax
-    except ImportError as e:
-        raise MissingDependencyError("torch and torchax", "torch") from e
-    return torchax
+    require_module("torch", "torch")
+    return require_module("torchax", "torch")
 
 
 def from_torch(module, *example_args, weights: str = "inputs") -> Module:

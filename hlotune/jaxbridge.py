@@ -26,13 +26,18 @@ log = logging.getLogger(__name__)
 _SCALARS = (bool, int, float, complex)
 
 
+def require_module(name: str, extra: str, package: str | None = None):
+    """Module ``name``, or MissingDependencyError naming ``package`` and the extra installing it."""
+    import importlib
+    try:
+        return importlib.import_module(name)
+    except ImportError as e:
+        raise MissingDependencyError(package or name, extra) from e
+
+
 def jax_module():
     """``jax``, or MissingDependencyError naming the extra that installs it."""
-    try:
-        import jax
-    except ImportError as e:
-        raise MissingDependencyError("jax", "jax") from e
-    return jax
+    return require_module("jax", "jax")
 
 
 def is_lowered(obj) -> bool:

@@ -5,14 +5,14 @@ the output's axis inside as SIMD lanes, split across threads in blocks. Checked 
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from hlotune import dsl
 from hlotune.dsl.expr import AxisKind
 from hlotune.runtime.module import CompiledGraph
 from hlotune.runtime.targets import get_target
 from hlotune.schedules.fusion import default_schedule
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hlotune import dsl
 
 
 def column_sum(rows: int, mid: int, cols: int, kind: str):

@@ -5,11 +5,11 @@ small; an index out of range takes the last branch. Checked against numpy statem
 from __future__ import annotations
 
 import numpy as np
+from hlotune.runtime.module import _ExternStep
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hlotune
-from hlotune.runtime.module import _ExternStep
 
 BRANCHES = """b0 {
   p = (f32[N], f32[]) parameter(0)

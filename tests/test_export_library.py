@@ -13,10 +13,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-import hlotune
 from hlotune.dsl.errors import ExportError
 from hlotune.runtime.export import MANIFEST
+
+import hlotune
 
 DATA = Path(__file__).parent / "data"
 # several kernels, a while loop compiled whole, scatters and constants

@@ -8,9 +8,9 @@ import os
 
 import numpy as np
 import pytest
+from hlotune.dsl.errors import UnsupportedOpError
 
 import hlotune
-from hlotune.dsl.errors import UnsupportedOpError
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hlotune.runtime.module import _ExternStep, _KernelStep
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hlotune
-from hlotune.runtime.module import _ExternStep, _KernelStep
 
 
 def _ty(shape) -> str:
@@ -123,7 +123,7 @@ def _run(shape, region, scale, shift, n, read_after, seed=0):
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_dynamic_update_slice_carry_in_place_matches_numpy(case):
-    c, got, want, b0 = _run(*case)
+    _, got, want, b0 = _run(*case)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_allclose(got[2], want[2], rtol=1e-4, atol=1e-4)

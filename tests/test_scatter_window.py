@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hlotune.runtime.module import _ExternStep
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hlotune
-from hlotune.runtime.module import _ExternStep
 
 _AB = "a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  "
 COMBINERS = {"set": "a = f32[] parameter(0)\n  ROOT b = f32[] parameter(1)", "add": _AB + "ROOT r = f32[] add(a, b)",
@@ -20,7 +20,7 @@ COMBINERS = {"set": "a = f32[] parameter(0)\n  ROOT b = f32[] parameter(1)", "ad
 
 def scatter_text(shape, inserted, sdod, wsize, comb) -> str:
     upd = [w for k, w in enumerate(wsize) if k not in inserted]
-    f = lambda s: f"f32[{','.join(map(str, s))}]"     # noqa: E731
+    f = lambda s: f"f32[{','.join(map(str, s))}]"
     return f"""HloModule s
 
 comb {{

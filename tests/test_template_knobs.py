@@ -5,12 +5,12 @@ device template's default wants; a knob offered but not declared is refused."""
 from __future__ import annotations
 
 import pytest
-
-from hlotune import dsl
 from hlotune.dsl.errors import ConfigError
 from hlotune.schedules.schedule import Schedule
 from hlotune.schedules.templates.base import Knob, KnobSpec, Template, is_pow2
 from hlotune.schedules.templates.families import Elementwise
+
+from hlotune import dsl
 
 
 def _stage():

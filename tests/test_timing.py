@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hlotune.runtime.timing import Stop, measure
 from hypothesis import given
 from hypothesis import strategies as st
-
-from hlotune.runtime.timing import Stop, measure
 
 
 def _clock(per_call: list[float]):
