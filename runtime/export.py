@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ..dsl.errors import CompileError, ExportError, KernelArgumentError, ResourceError
+from .build import Kernel
 from .cachedir import scratch_dir
 from .cpu import CCompiler
 from .isa import detect
@@ -160,13 +161,13 @@ def export_library(graph: CompiledGraph, out, name: str = "module", input_names=
     if host:
         kinds = ", ".join(sorted({f"{op.kind} ('{op.name}')" for op in host}))
         raise ExportError(f"module '{name}' has ops that run on the host and cannot be exported: {kinds}")
-    if graph.target.kind != "cpu":
-        raise ExportError(f"only cpu modules are exported as libraries, not {graph.target.kind}")
-    compiler = compiler or graph.target.compiler or CCompiler()
+    kernels = [s for s in graph.steps if isinstance(s, _KernelStep)]
+    if not all(isinstance(s.kernel, Kernel) for s in kernels):
+        raise ExportError(f"only modules compiled to C for the cpu are exported as libraries, not for {graph.target}")
+    compiler = compiler or getattr(graph.target, "compiler", None) or CCompiler()
     g = graph.graph
     ins = [_spec(t, n) for t, n in zip(g.inputs, input_names or g.input_names)]
     outs = [_spec(t, n) for t, n in zip(g.outputs, output_names or [f"out{k}" for k in range(len(g.outputs))])]
-    kernels = [s for s in graph.steps if isinstance(s, _KernelStep)]
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     flags = [f for f in compiler.flags if f != "-shared"]
