@@ -183,6 +183,10 @@ def _hash(key: tuple) -> str:
     distinct workload in a process."""
     fp = _dag_digest(key, {})
     out = _KEYS.get(fp)
+    if out is None and _tree_nodes(key, {}) > TREE_MAX:
+        # a tree too large to write out (a log-step scan reads each step twice: 2^steps leaves):
+        # its key is the DAG digest's (no stored key can be of this form's text: none was written)
+        out = hashlib.sha256(b"dag:" + fp).hexdigest()[:20]
     if out is None:
         out = hashlib.sha256(repr(key).encode()).hexdigest()[:20]
         if len(_KEYS) >= _KEYS_MAX:
@@ -194,6 +198,27 @@ def _hash(key: tuple) -> str:
 #: DAG digest of a structural key -> its stored key (oldest dropped first beyond _KEYS_MAX)
 _KEYS: dict[bytes, str] = {}
 _KEYS_MAX = 4096
+
+
+#: structural keys whose tree (shared parts counted every time) has more nodes than this are
+#: keyed by their DAG digest instead of their text
+TREE_MAX = 1 << 22
+
+
+def _tree_nodes(x, memo: dict) -> int:
+    """Nodes of the tree of nested tuples ``x``, shared sub-tuples counted at every use (capped
+    just above ``TREE_MAX``)."""
+    if not isinstance(x, tuple):
+        return 1
+    n = memo.get(id(x))
+    if n is None:
+        n = 1
+        for c in x:
+            n += _tree_nodes(c, memo)
+            if n > TREE_MAX:
+                break
+        n = memo[id(x)] = min(n, TREE_MAX + 1)
+    return n
 
 
 def _dag_digest(x, memo: dict) -> bytes:

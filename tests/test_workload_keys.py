@@ -248,3 +248,25 @@ def test_a_deeply_shared_expression_is_keyed_fast_and_as_before():
     for _ in range(50):
         assert workload_key(Graph([t], [X])) == _hash(key)
     assert time.perf_counter() - t0 < 1.0     # 50 keys; writing the text out once takes about 1 s
+
+
+def test_a_graph_whose_key_tree_is_exponential_is_keyed_at_once():
+    """A chain of stages each reading the one before twice (a log-step scan) writes out as a
+    tree of 2^steps leaves: it is keyed by its DAG digest, fast, and still tells workloads apart."""
+    import time
+
+    from hlotune import dsl
+    from hlotune.autotune.task import workload_key
+
+    def chain(steps: int, op):
+        x = dsl.placeholder((64,), "float32", name="x")
+        t = x
+        for k in range(steps):
+            t = dsl.compute((64,), (lambda prev: lambda i: op(prev[i], prev[dsl.maximum(i - 1, 0)]))(t), name=f"s{k}")
+        return dsl.Graph([t], [x])
+
+    t0 = time.perf_counter()
+    keys = {workload_key(chain(30, lambda a, b: a + b)), workload_key(chain(30, lambda a, b: a * b)),
+            workload_key(chain(31, lambda a, b: a + b))}
+    assert len(keys) == 3 and time.perf_counter() - t0 < 20
+    assert workload_key(chain(30, lambda a, b: a + b)) in keys          # stable
