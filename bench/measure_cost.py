@@ -1,5 +1,5 @@
 """What adaptive repeats save (autotune/measure.py, runtime.timing.Stop): each module is tuned
-twice into fresh databases with the same seed, repeats ending early (the default) and every
+twice into fresh databases (and fresh kernel caches, so both compile from cold) with the same seed, repeats ending early (the default) and every
 candidate given all its repeats (``--full-repeats``); then both tuned modules are timed
 interleaved, so the saving in tuning time is set against what it costs in the result.
 
@@ -10,6 +10,7 @@ results/measure_cost.{csv,md}.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import tempfile
 import time
@@ -39,6 +40,7 @@ def main(argv=None):
         got = {}
         for mode, adaptive in (("adaptive", True), ("full", False)):
             db = str(Path(tempfile.mkdtemp()) / f"{name}_{mode}.db")
+            os.environ["HLOTUNE_CACHE"] = tempfile.mkdtemp()     # both runs compile from cold
             t0 = time.perf_counter()
             res = hlotune.tune(m, target="cpu", trials=args.trials * ntasks, db=db, progress=False,
                                adaptive=adaptive)
@@ -63,7 +65,7 @@ def main(argv=None):
     notes = (f"Each module tuned with {args.trials} trials per task (bayes, seed 0, cost model on) into a fresh "
              "database, once with adaptive repeats (repeats end once three agree within 2%, or after one when the "
              "candidate is 1.5x the task's best so far) and once with every candidate given all 5 repeats "
-             "(`--full-repeats`). Measure: the seconds the measurement worker spent on the trials (checks and "
+             "(`--full-repeats`); each run compiles from a fresh kernel cache. Measure: the seconds the measurement worker spent on the trials (checks and "
              "timing; builds apart). The tuned modules are then timed interleaved "
              f"({args.repeats} repeats, median of per-pair ratios): a ratio near 1 means the cheaper "
              "measurements cost nothing in the result.")

@@ -14,6 +14,11 @@ from .templates.families import TEMPLATES
 from .templates.gemm import streams_across
 
 
+#: work (output elements x reduction extent) from which a column reduction's lanes are split
+#: across threads
+COLUMN_SPLIT_WORK = 8 * PARALLEL_MIN_WORK
+
+
 def _tiled_default(s: Schedule, st: Stage, hw) -> bool:
     """Dots and convolutions whose output's last axis can be vectorized get the gemm template
     (packed panels around a register micro-kernel) with its machine-derived default config; the
@@ -62,7 +67,9 @@ def loop_default(s: Schedule, st: Stage, threads=None, tiled: bool = True) -> No
             # the reductions outside, the output's contiguous axis inside as SIMD lanes; a
             # one-axis output (column sums) gives its lanes to the threads in blocks
             inner = data[-1]
-            if len(data) == 1 and work >= PARALLEL_MIN_WORK and threads > 1 and inner.extent >= 32:
+            # (only with ample work: a parallel region costs microseconds, and a matrix-vector
+            # product in a decode loop's body would pay that at every step)
+            if len(data) == 1 and work >= COLUMN_SPLIT_WORK and threads > 1 and inner.extent >= 32:
                 lanes = -(-inner.extent // threads)
                 lanes = -(-lanes // 16) * 16
                 if lanes < inner.extent:
