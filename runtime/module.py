@@ -127,12 +127,13 @@ class CompiledGraph:
         items = plan_segments(self.graph, lambda op: op.fn([], self.run))
         for n, item in enumerate(items):
             if isinstance(item, ExternOp):
-                used = {i for i in range(item.num_outputs) if (id(item), i) in self._read_after(items, n)}
+                later = self._read_after(items, n)
+                used = {i for i in range(item.num_outputs) if (id(item), i) in later}
                 k = self._compile_extern(item, used)
                 if k is not None:
                     ins = [_key(t) for t in item.inputs]
                     self.steps.append(_KernelStep(k, None, ins, [(id(item), i) for i in range(item.num_outputs)],
-                                                  self._donations(items, n, ins)))
+                                                  self._donations(later, ins)))
                 else:
                     self.steps.append(_ExternStep(item, [_key(t) for t in item.inputs]))
             elif isinstance(item, dict):
@@ -164,13 +165,13 @@ class CompiledGraph:
                 keys.update(_key(t) for t in item[1])
         return keys
 
-    def _donations(self, items: list, n: int, ins: list[Key]) -> dict[int, int]:
-        """Inputs of ``items[n]`` (a while loop) whose arrays may become the same element's
+    def _donations(self, later: set[Key], ins: list[Key]) -> dict[int, int]:
+        """Inputs ``ins`` of a while loop whose arrays may become the same element's
         output: made by an earlier compiled kernel (fresh arrays of this call; not an argument
         or a constant, which the caller or the module keeps, nor a host step's result, which may
-        be either), read by no later step, and taken once by this one."""
+        be either), not in ``later`` (what later steps read or the graph returns), and taken
+        once by this one."""
         made = {k for step in self.steps if isinstance(step, _KernelStep) for k in step.outputs}
-        later = self._read_after(items, n)
         return {i: i for i, k in enumerate(ins) if k in made and k not in later and ins.count(k) == 1}
 
     # ------------------------------------------------------------------ running
