@@ -180,6 +180,37 @@ class Scatter:
         return self.run(arrays, run)
 
 
+@dataclass(frozen=True, eq=False)
+class LapackCall:
+    """The ``fn`` of an extern op that calls one LAPACK/BLAS routine per matrix of a batch (the
+    leading dims), in ``prefix``'s type (``s`` float32, ``d`` float64); arrays are row-major
+    logical matrices, LAPACK's column-major storage is the runtime's business:
+
+    - ``trsm`` (a [..., k, k], b) -> x: ``op(a) x = b`` (``left``) or ``x op(a) = b``, op by
+      ``trans`` (0 none, 1 transpose, 2 adjoint), from the ``lower`` or upper triangle of a
+      alone, its diagonal ones when ``unit``;
+    - ``getrf`` (a [..., m, n]) -> lu, pivots (int32 [..., min(m, n)], 1-based row swaps in
+      order), info (int32 [...], i > 0: U[i-1, i-1] is exactly 0);
+    - ``potrf`` (a [..., n, n]) -> the ``lower`` (a = l l^T) or upper (a = u^T u) factor: with
+      ``hlo`` (the ``cholesky`` op) the other triangle is 0 and a matrix that is not positive
+      definite gives all NaNs; without it (JAX's custom call) the other triangle is a's own,
+      and an info output follows (i > 0: the leading minor of order i is not positive).
+
+    ``opts`` holds the flags as sorted (name, value) pairs; ``run(arrays, run)`` computes the
+    same on the host (scipy)."""
+
+    routine: str
+    prefix: str
+    opts: tuple
+    run: Callable
+
+    def opt(self, name: str, default=False):
+        return dict(self.opts).get(name, default)
+
+    def __call__(self, arrays, run) -> tuple:
+        return self.run(arrays, run)
+
+
 def extern(name: str, kind: str, inputs, out_shapes, out_dtypes, fn: Callable, attrs=()) -> tuple:
     """Define an extern op; returns its output tensors (a tuple)."""
     op = ExternOp(name, kind, tuple(inputs), tuple(tuple(int(d) for d in s) for s in out_shapes),

@@ -18,7 +18,12 @@ from .timing import TimingResult, measure
 
 class KernelBase:
     """What every backend's kernel shares: the lowered function, its source, and argument
-    checking (``prepare``: inputs converted where safe, outputs allocated when not given)."""
+    checking (``prepare``: inputs converted where safe, outputs allocated when not given).
+
+    ``in_place``: output -> the input whose own array ``run_trusted`` may be given as that output
+    (None: output i may be input i's array: a while loop's state, a scatter's operand)."""
+
+    in_place: dict | None = None
 
     def __init__(self, fn: LoweredFunc, source: str, target: Target):
         self.lowered = fn

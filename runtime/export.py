@@ -13,8 +13,8 @@
 - ``hlotune_module.json``: what ``load_library`` checks (inputs, outputs, the target and the
   instruction sets the code was compiled for).
 
-A module with steps that run on the host (a sort, a loop with one inside) is refused, naming
-them. ``load_library(folder)`` runs an export from Python with ctypes: no compiler needed, and
+A module with steps that run on the host (a sort, a loop with one inside) or call scipy's
+LAPACK (bound at load time in Python) is refused, naming them. ``load_library(folder)`` runs an export from Python with ctypes: no compiler needed, and
 refused on a CPU without the instructions it was built for.
 """
 
@@ -37,6 +37,7 @@ from .build import Kernel
 from .cachedir import scratch_dir
 from .cpu import CCompiler
 from .isa import detect
+from .lapack import LapackKernel
 from .module import CompiledGraph, _ExternStep, _KernelStep, _key
 from .targets import cpu_model, hlotune_version
 
@@ -157,9 +158,11 @@ def export_library(graph: CompiledGraph, out, name: str = "module", input_names=
     """Write ``graph`` (compiled for the cpu) as a library folder ``out`` (see the module
     docstring); returns the folder. ExportError names the host-only ops of a module that has
     some."""
-    host = [s.op for s in graph.steps if isinstance(s, _ExternStep)]
+    host = [f"{s.op.kind} ('{s.op.name}')" for s in graph.steps if isinstance(s, _ExternStep)]
+    host += [f"{s.kernel.routine} call ('{s.kernel.lowered.name}': scipy's LAPACK)" for s in graph.steps
+             if isinstance(s, _KernelStep) and isinstance(s.kernel, LapackKernel)]
     if host:
-        kinds = ", ".join(sorted({f"{op.kind} ('{op.name}')" for op in host}))
+        kinds = ", ".join(sorted(set(host)))
         raise ExportError(f"module '{name}' has ops that run on the host and cannot be exported: {kinds}")
     kernels = [s for s in graph.steps if isinstance(s, _KernelStep)]
     if not all(isinstance(s.kernel, Kernel) for s in kernels):

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dsl.errors import KernelArgumentError
-from ..dsl.tensor import ComputeOp, ExternOp, Graph, Scatter, Tensor, input_tensors
+from ..dsl.tensor import ComputeOp, ExternOp, Graph, LapackCall, Scatter, Tensor, input_tensors
 from ..schedules.fusion import default_schedule
 from ..schedules.schedule import Schedule
 from .backends import backend
 from .build import Kernel, build
+from .program import Program
 from .targets import Target, get_target
 
 log = logging.getLogger(__name__)
@@ -121,6 +122,7 @@ class CompiledGraph:
                           for t, nm in zip(self.graph.inputs, self.graph.input_names)]
         self._out_keys = [_key(t) for t in self.graph.outputs]
         self._plan()
+        self.program = self._program()
 
     # ------------------------------------------------------------------ planning
     def _plan(self) -> None:
@@ -133,7 +135,7 @@ class CompiledGraph:
                 if k is not None:
                     ins = [_key(t) for t in item.inputs]
                     self.steps.append(_KernelStep(k, None, ins, [(id(item), i) for i in range(item.num_outputs)],
-                                                  self._donations(later, ins)))
+                                                  self._donations(later, ins, k.in_place)))
                 else:
                     self.steps.append(_ExternStep(item, [_key(t) for t in item.inputs]))
             elif isinstance(item, dict):
@@ -145,14 +147,29 @@ class CompiledGraph:
                 log.debug("segment -> kernel with %d inputs, %d outputs", len(ins), len(outs))
                 self.steps.append(_KernelStep(kernel, g, [_key(t) for t in ins], [_key(t) for t in outs]))
 
+    def _program(self) -> Program | None:
+        """Every step in one C call (``runtime.program``) when all are C kernels for the cpu;
+        else None (the steps run from Python)."""
+        if self.target.kind != "cpu" or not self.steps or \
+                not all(isinstance(s, _KernelStep) and isinstance(s.kernel, Kernel) for s in self.steps):
+            return None
+        specs = {k: (tuple(b.shape), b.dtype.np) for s in self.steps
+                 for k, b in zip(s.outputs, s.kernel.lowered.args[s.kernel.lowered.num_inputs:])}
+        g = self.graph
+        specs.update({_key(t): (tuple(t.shape), t.dtype.np) for t in (*g.inputs, *g.outputs)})
+        specs.update({k: (a.shape, a.dtype) for k, a in self.constants.items()})
+        return Program(self.steps, [_key(t) for t in g.inputs], self._out_keys, self.constants, specs, self.target)
+
     def _compile_extern(self, op: ExternOp, used: set[int]):
-        """A compiled kernel for extern op ``op`` (a while loop, a scatter) where the backend
+        """A compiled kernel for extern op ``op`` (a while loop, a scatter, a LAPACK call) where the backend
         has one, else None (the op runs on the host)."""
         b = backend(self.target)
         if op.kind == "while":
             return b.compile_while(op, self.target, self.schedule_fn, used)
         if op.kind == "scatter" and isinstance(op.fn, Scatter):
             return b.compile_scatter(op, self.target)
+        if isinstance(op.fn, LapackCall):
+            return b.compile_lapack(op, self.target)
         return None
 
     def _read_after(self, items: list, n: int) -> set[Key]:
@@ -165,14 +182,17 @@ class CompiledGraph:
                 keys.update(_key(t) for t in item[1])
         return keys
 
-    def _donations(self, later: set[Key], ins: list[Key]) -> dict[int, int]:
-        """Inputs ``ins`` of a while loop whose arrays may become the same element's
-        output: made by an earlier compiled kernel (fresh arrays of this call; not an argument
-        or a constant, which the caller or the module keeps, nor a host step's result, which may
-        be either), not in ``later`` (what later steps read or the graph returns), and taken
-        once by this one."""
+    def _donations(self, later: set[Key], ins: list[Key], in_place: dict | None) -> dict[int, int]:
+        """Output -> input of an extern op's kernel whose array the output may take over:
+        pairs ``in_place`` allows (None: output i and input i, a while loop's state element or a
+        scatter's operand) whose input was made by an earlier compiled kernel (a fresh array of
+        this call; not an argument or a constant, which the caller or the module keeps, nor a
+        host step's result, which may be either), is not in ``later`` (what later steps read or
+        the graph returns), and is taken once by this one."""
         made = {k for step in self.steps if isinstance(step, _KernelStep) for k in step.outputs}
-        return {i: i for i, k in enumerate(ins) if k in made and k not in later and ins.count(k) == 1}
+        pairs = {i: i for i in range(len(ins))} if in_place is None else in_place
+        return {o: i for o, i in pairs.items()
+                if ins[i] in made and ins[i] not in later and ins.count(ins[i]) == 1}
 
     # ------------------------------------------------------------------ running
     def run(self, outputs: Sequence[Tensor], arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -197,6 +217,9 @@ class CompiledGraph:
             if a.shape != shape:
                 raise KernelArgumentError(f"input '{nm}' has shape {a.shape}, expected {t.shape}")
             values[key] = a if a.flags.c_contiguous else np.ascontiguousarray(a)
+        if self.program is not None:
+            res = tuple(self.program([values[spec[0]] for spec in self._in_specs]))
+            return res[0] if len(res) == 1 else res
         for step in self.steps:
             if isinstance(step, _KernelStep):   # values are checked at entry or made by our kernels
                 ins = [values[k] for k in step.inputs]

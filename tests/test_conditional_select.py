@@ -127,3 +127,15 @@ def test_top_level_conditional_selects_when_small_and_runs_one_branch_when_large
         v = np.random.default_rng(0).standard_normal(n).astype(np.float32)
         for b, want in ((0, v * np.float32(0.5)), (1, v + np.float32(2)), (2, -v), (-5, -v), (7, -v)):
             np.testing.assert_allclose(c(v, np.float32(2), np.int32(b)), want, rtol=1e-6)
+
+
+def test_a_constant_index_inlines_its_branch_alone():
+    """JAX's StableHLO passes some cases a constant index: only that branch is lowered, even a
+    large one (no host step, no select over every branch); out of range takes the last."""
+    n = (1 << 20) // 2 + 1
+    v = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    for b, want in ((0, v * np.float32(0.5)), (1, v + np.float32(2)), (9, -v), (-1, -v)):
+        text = top_text(n).replace("  b = s32[] parameter(2)", f"  b = s32[] constant({b})")
+        c = hlotune.compile(hlotune.load_hlo(text), target="cpu")
+        assert not any(isinstance(s, _ExternStep) for s in c.graph.steps)
+        np.testing.assert_allclose(c(v, np.float32(2)), want, rtol=1e-6)

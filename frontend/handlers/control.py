@@ -16,7 +16,7 @@ import numpy as np
 from ...dsl.expr import AxisKind, IterVar, binary, const, select
 from ...dsl.ops import Op
 from ...dsl.tensor import ComputeOp, Graph, LoopState, PlaceholderOp, WhileLoop, compute, extern
-from .common import as_index, dtype_of, eval_scalar, ew, flatten, ints, load, unsupported
+from .common import as_index, const_value, dtype_of, eval_scalar, ew, flatten, ints, load, unsupported
 from .sortkeys import lex_keys, lexsort_perm, sortable
 
 log = logging.getLogger(__name__)
@@ -175,7 +175,8 @@ def _as_select(ctx, instr, index, branches, args):
 
 def lower_conditional(ctx, instr, operands):
     """``conditional`` on a pred (true, false branch) or an s32 index (out of range: the last
-    branch): as a select of the branches (``_as_select``), else as an extern op running one
+    branch): a constant index inlines its branch; else a select of the branches
+    (``_as_select``), else an extern op running one
     branch: https://openxla.org/xla/operation_semantics#conditional"""
     branches = instr.attr("branch_computations")
     if branches is None:
@@ -184,6 +185,11 @@ def lower_conditional(ctx, instr, operands):
     index, args = operands[0], operands[1:]
     if len(args) != len(branches):
         raise unsupported(ctx, instr, "expected one operand per branch")
+    k = const_value(index)
+    if k is not None:      # known now: that branch alone, inlined (JAX's StableHLO has such cases)
+        k = (0 if k else 1) if index.dtype.is_bool else int(k)
+        k = k if 0 <= k < len(branches) else len(branches) - 1
+        return ctx.lower_called(branches[k], [args[k]])
     selected = _as_select(ctx, instr, index, branches, args)
     if selected is not None:
         return selected

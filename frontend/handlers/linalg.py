@@ -13,6 +13,7 @@ import re
 
 import numpy as np
 
+from ...dsl.tensor import LapackCall
 from .common import dtype_of, unsupported
 from .control import _extern_result, _leaf_shapes
 
@@ -65,7 +66,8 @@ def lower_cholesky(ctx, instr, operands):
             c, info = potrf(m, lower=int(lower), clean=1)
             return (np.full_like(c, np.nan) if info else c,)
         return tuple(o.astype(a.dtype.np) for o in _per_matrix(one, [x], [2], [(x.shape[-2:], wd)]))
-    return _extern_result(ctx, instr, "cholesky", [a], run_cholesky, (("lower", lower),))
+    fn = _compilable(wd, [a], "potrf", (("hlo", True), ("lower", lower)), run_cholesky)
+    return _extern_result(ctx, instr, "cholesky", [a], fn, (("lower", lower),))
 
 
 _TRANSPOSE = {"no_transpose": 0, "transpose": 1, "adjoint": 2}
@@ -106,7 +108,17 @@ def _trsm(ctx, instr, a, b, left: bool, lower: bool, trans: int, unit: bool):
                          diag=int(unit)),)
         return tuple(o.astype(b.dtype.np) for o in _per_matrix(one, [x, y], [2, 2], [(y.shape[-2:], wd)]))
     attrs = (("left", left), ("lower", lower), ("trans", trans), ("unit", unit))
-    return _extern_result(ctx, instr, "triangular-solve", [a, b], run_trsm, attrs)
+    fn = _compilable(wd, [a, b], "trsm", attrs, run_trsm)
+    return _extern_result(ctx, instr, "triangular-solve", [a, b], fn, attrs)
+
+
+def _compilable(wd, arrays, routine: str, opts: tuple, run):
+    """``run`` as a ``LapackCall`` a compiling runtime may call from C, when every array is
+    already in LAPACK's real type (float32/float64); else ``run`` itself (host only)."""
+    p = _PREFIX.get(np.dtype(wd).name)
+    if p not in ("s", "d") or any(t.dtype.np != np.dtype(wd) for t in arrays):
+        return run
+    return LapackCall(routine, p, tuple(sorted(opts)), run)
 
 
 def _flag(v) -> bool:
@@ -196,6 +208,9 @@ def lower_lapack(ctx, instr, operands):
         xs = [np.asarray(x) for x in arrays]
         like = [(shape[nb:], d.np) for shape, d in outs]
         return tuple(_per_matrix(lambda *m: fn(prefix, cfg, *m), xs, cores, like))
+    if routine in ("getrf", "potrf") and prefix in "sd":
+        opts = (("hlo", False), ("lower", cfg.get("uplo", 76) == 76)) if routine == "potrf" else ()
+        run_lapack = LapackCall(routine, prefix, opts, run_lapack)
     return _extern_result(ctx, instr, f"lapack-{routine}", list(operands), run_lapack,
                           (("target", target), ("config", tuple(sorted(cfg.items())))))
 

@@ -55,6 +55,11 @@ class Backend:
         or None (then it runs on the host, in numpy)."""
         return
 
+    def compile_lapack(self, op, target):
+        """A kernel calling the LAPACK routine of extern op ``op`` (``dsl.tensor.LapackCall``)
+        from compiled code, or None (then it runs on the host, through scipy)."""
+        return
+
     # ------------------------------------------------------------------ measurement
     def prepare(self, fn, target, timeout: float) -> dict:
         """Fields for the worker's requests (raise CompileError if it does not compile)."""

@@ -55,6 +55,10 @@ class CPUBackend(Backend):
     def compile_scatter(self, op, target):
         return self.build(scatter_func(op, "hl_" + re.sub(r"[^0-9a-zA-Z_]", "_", op.name)), target)
 
+    def compile_lapack(self, op, target):
+        from ..lapack import build_lapack
+        return build_lapack(op, target)
+
     def compile_while(self, op, target, schedule_fn, used=None):
         from ..whileloop import build_while
         return build_while(op, target, schedule_fn, used)

@@ -1,0 +1,181 @@
+"""LAPACK and BLAS calls compiled into C for the cpu target (``dsl.tensor.LapackCall``).
+
+The kernel calls the routines scipy ships (``scipy.linalg.cython_blas`` / ``cython_lapack``:
+the same OpenBLAS that numpy and XLA:CPU's own LAPACK calls use) through function pointers
+handed to the library once it is loaded (``hl_lapack_bind``), so a solve costs one C call and no
+copies into Fortran order made by Python. Arrays stay row-major; a row-major matrix read as
+column-major is its transpose, so:
+
+- ``trsm`` solves the transposed system in place on the output, a copy of b: ``op(a) x = b`` is
+  ``x^T op(a)^T = b^T``, the side and the triangle swap and the transposition stays;
+- ``potrf`` factors a copy with the triangle swapped: the upper factor of a^T read row-major is
+  the lower factor of a;
+- ``getrf`` has no such identity (the LU of a^T is not that of a): the matrix is transposed into
+  a column-major scratch and back, O(mn) next to the O(mn min(m, n)) factorization.
+
+Batches (leading dims) are one call per matrix. Complex and 16-bit types stay on the host path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import math
+import re
+from functools import cache
+
+from ..dsl.tensor import ExternOp, LapackCall
+from ..schedules.loops import Buffer, LoweredFunc, Seq
+from .build import Kernel
+from .codegen.c import CRenderer
+from .cpu import Library, compile_c
+from .targets import Target
+
+log = logging.getLogger(__name__)
+
+#: the routines a kernel may call, by LapackCall.routine (BLAS for trsm, LAPACK for the others)
+ROUTINES = {"trsm": "blas", "getrf": "lapack", "potrf": "lapack"}
+
+
+@cache
+def routine_pointer(name: str) -> int:
+    """The address of scipy's ``name`` (say ``strsm``): its Cython export, a PyCapsule."""
+    from scipy.linalg import cython_blas, cython_lapack
+    mod = cython_blas if name[1:] in ("trsm",) else cython_lapack
+    cap = mod.__pyx_capi__[name]
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype, api.PyCapsule_GetName.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    return api.PyCapsule_GetPointer(cap, api.PyCapsule_GetName(cap))
+
+
+def _trsm(spec: LapackCall, a: Buffer, b: Buffer, x: Buffer, n: dict, t: str) -> list[str]:
+    k, rows, cols = a.shape[-1], b.shape[-2], b.shape[-1]
+    side = "R" if spec.opt("left") else "L"
+    uplo = "U" if spec.opt("lower") else "L"
+    trans = "N" if spec.opt("trans", 0) == 0 else "T"     # real types: the adjoint is the transpose
+    diag = "U" if spec.opt("unit") else "N"
+    return [_copy(n[x], n[b], x.size, t),
+            f"  if ({rows * cols} == 0) return 0;",
+            f"  char side = '{side}', uplo = '{uplo}', tr = '{trans}', diag = '{diag}';",
+            f"  int m = {cols}, nn = {rows}, lda = {max(k, 1)}, ldb = {max(cols, 1)};",
+            f"  {t} one = 1;",
+            f"  for (long long g = 0; g < {_batch(a)}LL; ++g)",
+            f"    hl_fn0(&side, &uplo, &tr, &diag, &m, &nn, &one, ({t}*){n[a]} + g * {k * k}LL, &lda,",
+            f"           {n[x]} + g * {rows * cols}LL, &ldb);",
+            "  return 0;"]
+
+
+def _copy(dst: str, src: str, size: int, t: str) -> str:
+    """C copying ``src`` into ``dst`` unless it is the same array (a donated input)."""
+    return f"  if ((const void*){dst} != (const void*){src}) memcpy({dst}, {src}, {max(size, 1)} * sizeof({t}));"
+
+
+def _potrf(spec: LapackCall, a: Buffer, outs: list[Buffer], n: dict, t: str) -> list[str]:
+    f, size = outs[0], a.shape[-1]
+    lower, hlo = spec.opt("lower"), spec.opt("hlo")
+    lines = [_copy(n[f], n[a], f.size, t),
+             f"  char uplo = '{'U' if lower else 'L'}';", f"  int nn = {size}, lda = {max(size, 1)}, info = 0;",
+             f"  for (long long g = 0; g < {_batch(a)}LL; ++g) {{",
+             f"    {t}* m = {n[f]} + g * {size * size}LL;",
+             "    if (nn > 0) hl_fn0(&uplo, &nn, m, &lda, &info);"]
+    if hlo:   # the cholesky op: the other triangle 0, all NaN when not positive definite
+        keep = "j <= i" if lower else "j >= i"
+        lines += [f"    for (int i = 0; i < nn; ++i) for (int j = 0; j < nn; ++j)",
+                  f"      if (info != 0) m[(long long)i * nn + j] = ({t})NAN;",
+                  f"      else if (!({keep})) m[(long long)i * nn + j] = 0;"]
+    else:
+        lines.append(f"    {n[outs[1]]}[g] = info;")
+    return lines + ["  }", "  return 0;"]
+
+
+def _getrf(a: Buffer, outs: list[Buffer], n: dict, t: str) -> list[str]:
+    lu, piv, info = outs
+    rows, cols = a.shape[-2], a.shape[-1]
+    k = min(rows, cols)
+    return [f"  int m = {rows}, nn = {cols}, lda = {max(rows, 1)}, st = 0;",
+            f"  {t}* w = ({t}*)hl_alloc({max(rows * cols, 1)} * sizeof({t}));",
+            "  if (!w) return 1;",
+            f"  for (long long g = 0; g < {_batch(a)}LL; ++g) {{",
+            f"    const {t}* src = {n[a]} + g * {rows * cols}LL;",
+            f"    {t}* dst = {n[lu]} + g * {rows * cols}LL;",
+            "    hl_transpose(src, w, m, nn);",
+            f"    if (m > 0 && nn > 0) hl_fn0(&m, &nn, w, &lda, {n[piv]} + g * {k}LL, &st); else st = 0;",
+            f"    {n[info]}[g] = st;",
+            "    hl_transpose(w, dst, nn, m);",
+            "  }", "  free(w);", "  return 0;"]
+
+
+def _transpose(t: str) -> str:
+    """C of ``hl_transpose(src, dst, rows, cols)``: dst[j][i] = src[i][j] for a row-major
+    rows x cols src, in 16x16 tiles so that both sides stay in cache lines."""
+    return "\n".join([
+        f"static void hl_transpose(const {t}* restrict src, {t}* restrict dst, int rows, int cols) {{",
+        "  for (int i0 = 0; i0 < rows; i0 += 16) for (int j0 = 0; j0 < cols; j0 += 16) {",
+        "    int i1 = i0 + 16 < rows ? i0 + 16 : rows, j1 = j0 + 16 < cols ? j0 + 16 : cols;",
+        "    for (int j = j0; j < j1; ++j) for (int i = i0; i < i1; ++i)",
+        "      dst[(long long)j * rows + i] = src[(long long)i * cols + j];",
+        "  }", "}"])
+
+
+def _batch(a: Buffer) -> int:
+    return math.prod(a.shape[:-2])
+
+
+def _prototype(routine: str, t: str) -> str:
+    """The C type of scipy's Cython export of ``routine`` (Fortran conventions: every
+    argument by pointer, no hidden string lengths)."""
+    return {"trsm": f"void (*)(char*, char*, char*, char*, int*, int*, {t}*, {t}*, int*, {t}*, int*)",
+            "potrf": f"void (*)(char*, int*, {t}*, int*, int*)",
+            "getrf": f"void (*)(int*, int*, {t}*, int*, int*, int*)"}[routine]
+
+
+def lapack_source(op: ExternOp, target: Target) -> tuple[LoweredFunc, str]:
+    """The lowered signature and the C source of extern op ``op`` (its ``fn`` a LapackCall)."""
+    spec: LapackCall = op.fn
+    name = "hl_" + re.sub(r"[^0-9a-zA-Z_]", "_", op.name)
+    ins = [Buffer(f"in{k}", x.dtype, tuple(x.shape), "arg") for k, x in enumerate(op.inputs)]
+    outs = [Buffer(f"out{k}", d, tuple(s), "arg") for k, (d, s) in enumerate(zip(op.out_dtypes, op.out_shapes))]
+    fn = LoweredFunc(name, tuple(ins + outs), len(ins), Seq(()))
+    r = CRenderer(target.hardware)
+    n = {b: r.name(b, b.name) for b in ins + outs}
+    t = "float" if spec.prefix == "s" else "double"
+    if spec.routine == "trsm":
+        body = _trsm(spec, ins[0], ins[1], outs[0], n, t)
+    elif spec.routine == "potrf":
+        body = _potrf(spec, ins[0], outs, n, t)
+    else:
+        body = _getrf(ins[0], outs, n, t)
+    typedef = _prototype(spec.routine, t).replace("(*)", "(*hl_fn_t)")
+    head = [f"typedef {typedef};", "static hl_fn_t hl_fn0;", *([_transpose(t)] if spec.routine == "getrf" else []),
+            "void hl_lapack_bind(void** fns) { hl_fn0 = (hl_fn_t)fns[0]; }"]
+    src = "\n".join([r.preamble(fn), *head, r.signature(fn) + " {", *body, "}", r.postamble(fn)])
+    return fn, src
+
+
+class LapackKernel(Kernel):
+    """A compiled kernel calling scipy's LAPACK through pointers bound when it is loaded (so it
+    runs only in a Python process with scipy: an exported library cannot hold it)."""
+
+    def __init__(self, fn: LoweredFunc, source: str, lib: Library, target: Target, routine: str):
+        super().__init__(fn, source, lib, target)
+        self.routine = routine
+        self.in_place = {0: 1} if routine[1:] == "trsm" else {0: 0}   # x from b, the factors from a
+        bind = lib.lib.hl_lapack_bind
+        bind.argtypes, bind.restype = [ctypes.POINTER(ctypes.c_void_p)], None
+        bind((ctypes.c_void_p * 1)(routine_pointer(routine)))
+
+
+def build_lapack(op: ExternOp, target: Target) -> LapackKernel | None:
+    """A kernel running ``op`` (a LapackCall extern op) through scipy's LAPACK, or None when
+    its routine or type has no compiled form here (then it runs on the host)."""
+    spec = op.fn
+    if not isinstance(spec, LapackCall) or spec.routine not in ROUTINES or spec.prefix not in ("s", "d"):
+        return None
+    fn, src = lapack_source(op, target)
+    log.debug("%s '%s': compiled call of %s%s", op.kind, op.name, spec.prefix, spec.routine)
+    return LapackKernel(fn, src, Library(compile_c(src, target.compiler)), target, spec.prefix + spec.routine)
+
+
+__all__ = ["LapackKernel", "build_lapack", "lapack_source", "routine_pointer"]

@@ -1,0 +1,105 @@
+"""A compiled graph's whole program as one C call (cpu target).
+
+When every step of a ``CompiledGraph`` is a compiled C kernel (no host step), a small driver
+library runs them in order: it allocates the intermediate buffers, calls each kernel's
+``hl_run`` through a pointer bound once at load, and copies out the outputs no kernel wrote (an
+input, a constant, a repeated value). A call then costs one trip through ctypes instead of one
+per kernel (each about 10 us of Python: argument packing, output allocation), which is what
+separates a decode step or a small solve from XLA's dispatch. The kernels themselves are the
+cached libraries the steps already loaded; the driver holds no kernel code, so it compiles in
+well under a second and is cached like any kernel.
+
+A step's donation (an output that may take over a dead input's array) becomes an alias of
+that input's buffer.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import math
+
+import numpy as np
+
+from ..dsl.errors import ResourceError
+from .build import Kernel
+from .cpu import compile_c
+
+log = logging.getLogger(__name__)
+
+
+def _nbytes(shape, dtype) -> int:
+    return math.prod(shape) * np.dtype(dtype).itemsize
+
+
+def driver_source(steps, inputs: list, outputs: list, constants: list, specs: dict) -> str:
+    """C of ``hl_program(void** inputs, void** outputs)`` running ``steps`` (``_KernelStep``s
+    with ``inputs``/``outputs`` keys and ``donate``) on graph ``inputs`` and ``constants`` (keys
+    in order) into graph ``outputs``; ``specs[key]`` = (shape, numpy dtype)."""
+    where = {k: f"inputs[{i}]" for i, k in enumerate(inputs)}
+    for c, k in enumerate(constants):
+        where.setdefault(k, f"hl_const[{c}]")
+    out_of: dict = {}
+    for j, k in enumerate(outputs):
+        out_of.setdefault(k, j)
+    body, temps = [], []
+    for n, step in enumerate(steps):
+        donate = step.donate or {}
+        for o, k in enumerate(step.outputs):
+            if k in where:
+                continue
+            if k in out_of:
+                where[k] = f"outputs[{out_of[k]}]"
+            elif o in donate and where[step.inputs[donate[o]]].startswith("t"):
+                where[k] = where[step.inputs[donate[o]]]       # takes over a dead temporary
+            else:
+                where[k] = f"t{len(temps)}"
+                temps.append((where[k], max(1, _nbytes(*specs[k]))))
+        args = ", ".join(where[k] for k in (*step.inputs, *step.outputs))
+        body += [f"  {{ void* a[] = {{{args}}};", f"    if (hl_seg[{n}](a)) {{ status = 1; goto done; }} }}"]
+    for j, k in enumerate(outputs):
+        size = _nbytes(*specs[k])
+        if where[k] != f"outputs[{j}]" and size:
+            body.append(f"  memcpy(outputs[{j}], {where[k]}, {size});")
+    lines = ["#include <stdlib.h>", "#include <string.h>", "typedef int (*hl_seg_t)(void**);",
+             f"static hl_seg_t hl_seg[{max(1, len(steps))}];", f"static void* hl_const[{max(1, len(constants))}];",
+             "void hl_program_bind(void** segs, void** consts) {",
+             f"  for (int i = 0; i < {len(steps)}; ++i) hl_seg[i] = (hl_seg_t)segs[i];",
+             f"  for (int i = 0; i < {len(constants)}; ++i) hl_const[i] = consts[i];", "}",
+             "static void* hl_alloc(size_t n) { void* p = NULL; return posix_memalign(&p, 64, n) ? NULL : p; }",
+             "int hl_program(void** inputs, void** outputs) {", "  int status = 0;"]
+    lines += [f"  void* {name} = hl_alloc({size});" for name, size in temps]
+    if temps:
+        lines.append(f"  if (!({' && '.join(n for n, _ in temps)})) {{ status = 1; goto done; }}")
+    lines += body + ["done:"] + [f"  free({name});" for name, _ in temps] + ["  return status;", "}", ""]
+    return "\n".join(lines)
+
+
+class Program:
+    """The driver of a graph whose steps are all C kernels: ``Program(...)(arrays)`` returns the
+    output arrays (fresh), given the graph's checked input arrays in order."""
+
+    def __init__(self, steps, inputs: list, outputs: list, constants: dict, specs: dict, target):
+        self._consts = [np.ascontiguousarray(a) for a in constants.values()]   # kept alive: bound by address
+        src = driver_source(steps, inputs, outputs, list(constants), specs)
+        self._lib = ctypes.CDLL(str(compile_c(src, target.compiler)))
+        segs = [ctypes.cast(s.kernel._lib.lib.hl_run, ctypes.c_void_p).value for s in steps]
+        bind = self._lib.hl_program_bind
+        bind.argtypes, bind.restype = [ctypes.POINTER(ctypes.c_void_p)] * 2, None
+        bind((ctypes.c_void_p * max(1, len(segs)))(*segs),
+             (ctypes.c_void_p * max(1, len(self._consts)))(*[a.ctypes.data for a in self._consts]))
+        self._run = self._lib.hl_program
+        self._run.argtypes, self._run.restype = [ctypes.POINTER(ctypes.c_void_p)] * 2, ctypes.c_int
+        self._kernels = [s.kernel for s in steps]          # their libraries stay loaded
+        self._outs = [specs[k] for k in outputs]
+        self._in_t = ctypes.c_void_p * max(1, len(inputs))
+        self._out_t = ctypes.c_void_p * max(1, len(outputs))
+
+    def __call__(self, arrays) -> list[np.ndarray]:
+        outs = [np.empty(shape, d) for shape, d in self._outs]
+        if self._run(self._in_t(*[a.ctypes.data for a in arrays]), self._out_t(*[o.ctypes.data for o in outs])):
+            raise ResourceError("a kernel of this module could not allocate its buffers")
+        return outs
+
+
+__all__ = ["Program", "driver_source"]
