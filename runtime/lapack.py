@@ -82,7 +82,7 @@ def _potrf(spec: LapackCall, a: Buffer, outs: list[Buffer], n: dict, t: str) -> 
              "    if (nn > 0) hl_fn0(&uplo, &nn, m, &lda, &info);"]
     if hlo:   # the cholesky op: the other triangle 0, all NaN when not positive definite
         keep = "j <= i" if lower else "j >= i"
-        lines += [f"    for (int i = 0; i < nn; ++i) for (int j = 0; j < nn; ++j)",
+        lines += ["    for (int i = 0; i < nn; ++i) for (int j = 0; j < nn; ++j)",
                   f"      if (info != 0) m[(long long)i * nn + j] = ({t})NAN;",
                   f"      else if (!({keep})) m[(long long)i * nn + j] = 0;"]
     else:

@@ -22,7 +22,6 @@ import math
 import numpy as np
 
 from ..dsl.errors import ResourceError
-from .build import Kernel
 from .cpu import compile_c
 
 log = logging.getLogger(__name__)
