@@ -148,10 +148,9 @@ class CompiledGraph:
                 self.steps.append(_KernelStep(kernel, g, [_key(t) for t in ins], [_key(t) for t in outs]))
 
     def _program(self) -> Program | None:
-        """Every step in one C call (``runtime.program``) when all are C kernels for the cpu;
-        else None (the steps run from Python)."""
-        if self.target.kind != "cpu" or not self.steps or \
-                not all(isinstance(s, _KernelStep) and isinstance(s.kernel, Kernel) for s in self.steps):
+        """Every step in one C call (``runtime.program``) when all are C kernels (``Kernel``:
+        the cpu's); else None (the steps run from Python)."""
+        if not self.steps or not all(isinstance(s, _KernelStep) and isinstance(s.kernel, Kernel) for s in self.steps):
             return None
         specs = {k: (tuple(b.shape), b.dtype.np) for s in self.steps
                  for k, b in zip(s.outputs, s.kernel.lowered.args[s.kernel.lowered.num_inputs:])}

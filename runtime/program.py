@@ -2,10 +2,12 @@
 
 When every step of a ``CompiledGraph`` is a compiled C kernel (no host step), a small driver
 library runs them in order: it allocates the intermediate buffers, calls each kernel's
-``hl_run`` through a pointer bound once at load, and copies out the outputs no kernel wrote (an
-input, a constant, a repeated value). A call then costs one trip through ctypes instead of one
-per kernel (each about 10 us of Python: argument packing, output allocation), which is what
-separates a decode step or a small solve from XLA's dispatch. The kernels themselves are the
+``hl_run`` through a pointer, and copies out the outputs no kernel wrote (an input, a constant,
+a repeated value). The kernels' entries and the constants' addresses are arguments of every
+call, never state of the library: graphs of one structure share one driver (a library is
+loaded once per process). A call costs one trip through ctypes instead of one per kernel (each
+about 10 us of Python: argument packing, output allocation), which is what separates a decode
+step or a small solve from XLA's dispatch. The kernels themselves are the
 cached libraries the steps already loaded; the driver holds no kernel code, so it compiles in
 well under a second and is cached like any kernel.
 
@@ -32,7 +34,8 @@ def _nbytes(shape, dtype) -> int:
 
 
 def driver_source(steps, inputs: list, outputs: list, constants: list, specs: dict) -> str:
-    """C of ``hl_program(void** inputs, void** outputs)`` running ``steps`` (``_KernelStep``s
+    """C of ``hl_program(inputs, outputs, segs, consts)`` running ``steps`` (``segs[n]``: step
+    n's ``hl_run``) (``_KernelStep``s
     with ``inputs``/``outputs`` keys and ``donate``) on graph ``inputs`` and ``constants`` (keys
     in order) into graph ``outputs``; ``specs[key]`` = (shape, numpy dtype)."""
     where = {k: f"inputs[{i}]" for i, k in enumerate(inputs)}
@@ -61,12 +64,9 @@ def driver_source(steps, inputs: list, outputs: list, constants: list, specs: di
         if where[k] != f"outputs[{j}]" and size:
             body.append(f"  memcpy(outputs[{j}], {where[k]}, {size});")
     lines = ["#include <stdlib.h>", "#include <string.h>", "typedef int (*hl_seg_t)(void**);",
-             f"static hl_seg_t hl_seg[{max(1, len(steps))}];", f"static void* hl_const[{max(1, len(constants))}];",
-             "void hl_program_bind(void** segs, void** consts) {",
-             f"  for (int i = 0; i < {len(steps)}; ++i) hl_seg[i] = (hl_seg_t)segs[i];",
-             f"  for (int i = 0; i < {len(constants)}; ++i) hl_const[i] = consts[i];", "}",
              "static void* hl_alloc(size_t n) { void* p = NULL; return posix_memalign(&p, 64, n) ? NULL : p; }",
-             "int hl_program(void** inputs, void** outputs) {", "  int status = 0;"]
+             "int hl_program(void** inputs, void** outputs, void** segs, void** hl_const) {",
+             "  int status = 0;", "  hl_seg_t* hl_seg = (hl_seg_t*)segs;"]
     lines += [f"  void* {name} = hl_alloc({size});" for name, size in temps]
     if temps:
         lines.append(f"  if (!({' && '.join(n for n, _ in temps)})) {{ status = 1; goto done; }}")
@@ -82,13 +82,12 @@ class Program:
         self._consts = [np.ascontiguousarray(a) for a in constants.values()]   # kept alive: bound by address
         src = driver_source(steps, inputs, outputs, list(constants), specs)
         self._lib = ctypes.CDLL(str(compile_c(src, target.compiler)))
+        # passed on every call, never kept in the library: graphs of one structure share it
         segs = [ctypes.cast(s.kernel._lib.lib.hl_run, ctypes.c_void_p).value for s in steps]
-        bind = self._lib.hl_program_bind
-        bind.argtypes, bind.restype = [ctypes.POINTER(ctypes.c_void_p)] * 2, None
-        bind((ctypes.c_void_p * max(1, len(segs)))(*segs),
-             (ctypes.c_void_p * max(1, len(self._consts)))(*[a.ctypes.data for a in self._consts]))
+        self._segs = (ctypes.c_void_p * max(1, len(segs)))(*segs)
+        self._const_ptrs = (ctypes.c_void_p * max(1, len(self._consts)))(*[a.ctypes.data for a in self._consts])
         self._run = self._lib.hl_program
-        self._run.argtypes, self._run.restype = [ctypes.POINTER(ctypes.c_void_p)] * 2, ctypes.c_int
+        self._run.argtypes, self._run.restype = [ctypes.POINTER(ctypes.c_void_p)] * 4, ctypes.c_int
         self._kernels = [s.kernel for s in steps]          # their libraries stay loaded
         self._outs = [specs[k] for k in outputs]
         self._in_t = ctypes.c_void_p * max(1, len(inputs))
@@ -96,7 +95,8 @@ class Program:
 
     def __call__(self, arrays) -> list[np.ndarray]:
         outs = [np.empty(shape, d) for shape, d in self._outs]
-        if self._run(self._in_t(*[a.ctypes.data for a in arrays]), self._out_t(*[o.ctypes.data for o in outs])):
+        if self._run(self._in_t(*[a.ctypes.data for a in arrays]), self._out_t(*[o.ctypes.data for o in outs]),
+                     self._segs, self._const_ptrs):
             raise ResourceError("a kernel of this module could not allocate its buffers")
         return outs
 

@@ -189,3 +189,21 @@ def test_a_module_with_a_host_step_keeps_the_python_runtime():
     got = c(x, 0 * x)
     np.testing.assert_allclose(got[3], np.sort(np.exp(x), axis=1), rtol=1e-6)
     np.testing.assert_array_equal(got[1], x)
+
+
+def test_graphs_of_one_structure_share_a_driver_but_not_its_kernels_or_constants():
+    """Two modules that differ only in their ops or in a large constant's values have the same
+    driver source (one library in the process): each call must still run its own kernels on
+    its own constants, in any order of calls."""
+    def text(op, base):
+        vals = ", ".join(str(base + k) for k in range(32))
+        return (f"HloModule d\nENTRY e {{\n  x = f32[32] parameter(0)\n  c = f32[32] constant({{{vals}}})\n"
+                f"  ROOT r = f32[32] {op}(x, c)\n}}\n")
+    x = np.linspace(1, 2, 32, dtype=np.float32)
+    cases = [("add", 0), ("multiply", 0), ("add", 100), ("multiply", 7)]
+    mods = [hlotune.compile(hlotune.load_hlo(text(op, base))) for op, base in cases]
+    assert all(m.graph.program is not None for m in mods)
+    for _ in range(2):
+        for m, (op, base) in zip(mods, cases):
+            c = np.arange(base, base + 32, dtype=np.float32)
+            np.testing.assert_array_equal(m(x), x + c if op == "add" else x * c)
