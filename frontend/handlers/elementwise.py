@@ -10,7 +10,7 @@ from ...dsl import dtypes as dt
 from ...dsl.expr import Expr, binary, bitcast, cast, const, select, substitute, unary
 from ...dsl.ops import GroupOp, Op
 from ...dsl.tensor import ComputeOp
-from .common import SEMANTICS, dims_of, dtype_of, ew, load, unsupported
+from .common import SEMANTICS, const_value, dims_of, dtype_of, ew, load, unsupported
 
 _UNARY_DOC = f"{SEMANTICS}#element-wise_unary_functions"
 _BINARY_DOC = f"{SEMANTICS}#element-wise_binary_arithmetic_operations"
@@ -61,6 +61,9 @@ _BINARY_OPS = {
     "or": Op.OR, "xor": Op.XOR, "shift-left": Op.SHL, "shift-right-arithmetic": Op.SHRA,
     "shift-right-logical": Op.SHRL,
 }
+#: operand order changes no bit of the result (so a constant operand goes right, as XLA's HLO
+#: writes it and JAX's StableHLO may not: one program, one workload key)
+_COMMUTATIVE = (Op.ADD, Op.MUL, Op.AND, Op.OR, Op.XOR)
 _COMPARE = {"EQ": Op.EQ, "NE": Op.NE, "LT": Op.LT, "LE": Op.LE, "GT": Op.GT, "GE": Op.GE}
 
 
@@ -92,6 +95,8 @@ def _make_binary(opcode: str):
             raise unsupported(ctx, instr, f"{opcode} of complex {a.dtype}")
         if op is Op.ATAN2 and not (a.dtype.is_float or a.dtype.is_complex):
             raise unsupported(ctx, instr, f"atan2 needs floating-point operands, got {a.dtype}")
+        if op in _COMMUTATIVE and const_value(a) is not None and const_value(b) is None:
+            a, b = b, a     # the constant on the right, however the producer wrote it
         return ew(instr, dims_of(instr), lambda *i: binary(op, load(a, i), load(b, i)),
                   dtype_of(ctx, instr))
     handler.__name__ = f"lower_{opcode.replace('-', '_')}"

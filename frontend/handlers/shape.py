@@ -14,9 +14,9 @@ import math
 import numpy as np
 
 from ...dsl import dtypes as dt
-from ...dsl.expr import binary, bitcast, cast, const, select
+from ...dsl.expr import binary, bitcast, cast, const, select, substitute
 from ...dsl.ops import Op
-from ...dsl.tensor import compute, extern
+from ...dsl.tensor import ComputeOp, compute, extern
 from .common import all_of, clip, dims_of, dtype_of, ew, ints, load, reshape_index, unsupported
 
 #: array constants up to this many elements become a select chain, larger ones an extern op
@@ -75,7 +75,7 @@ def lower_broadcast(ctx, instr, operands):
     https://openxla.org/xla/operation_semantics#broadcastindim"""
     (x,) = operands
     dims = ints(instr, "dimensions")
-    return ew(instr, dims_of(instr), lambda *i: load(x, [i[d] for d in dims]))
+    return _view(ew(instr, dims_of(instr), lambda *i: _through(x, [i[d] for d in dims])))
 
 
 def lower_reshape(ctx, instr, operands):
@@ -84,7 +84,41 @@ def lower_reshape(ctx, instr, operands):
     out = dims_of(instr)
     if math.prod(out) == 0:
         return ew(instr, out, lambda *i: const(0, x.dtype))
-    return ew(instr, out, lambda *i: load(x, reshape_index(i, out, x.shape)))
+    return _view(ew(instr, out, lambda *i: _through(x, reshape_index(i, out, x.shape))))
+
+
+#: views that keep the elements' row-major order (what JAX chains: broadcast_in_dim of a reshape
+#: in one form is a reshape, an identity broadcast and a reshape in the other)
+_ORDERED_VIEWS = ("reshape", "broadcast")
+
+
+def _chained(t):
+    """The LOAD that defines ``t`` when ``t`` is a reshape or broadcast made here, else None."""
+    op = t.op
+    if isinstance(op, ComputeOp) and op.tag in _ORDERED_VIEWS and op.num_outputs == 1 and \
+            not op.reduce_axis and op.body[0].op is Op.LOAD and hasattr(op.body[0].arg, "value_index"):
+        return op.body[0]
+    return None
+
+
+def _through(x, idx):
+    """``x[idx]``, read through the reshape or broadcast that made ``x`` (its source at the
+    composed indices), so a chain of them is one view of its source however it was spelled."""
+    body = _chained(x)
+    if body is None:
+        return load(x, idx)
+    return substitute(body, dict(zip(x.op.axis, idx)))
+
+
+def _view(t):
+    """``t``, or its source when ``t`` reads the whole source in order (an identity view)."""
+    body = _chained(t)
+    if body is None:
+        return t
+    src = body.arg
+    same = src.shape == t.shape and src.dtype is t.dtype and len(body.src) == len(t.op.axis) and \
+        all(e.op is Op.VAR and e.arg is v for e, v in zip(body.src, t.op.axis))
+    return src if same else t
 
 
 def _major_to_minor(shape) -> tuple[int, ...]:
