@@ -34,10 +34,11 @@ def _nbytes(shape, dtype) -> int:
 
 
 def driver_source(steps, inputs: list, outputs: list, constants: list, specs: dict) -> str:
-    """C of ``hl_program(inputs, outputs, segs, consts)`` running ``steps`` (``segs[n]``: step
-    n's ``hl_run``) (``_KernelStep``s
-    with ``inputs``/``outputs`` keys and ``donate``) on graph ``inputs`` and ``constants`` (keys
-    in order) into graph ``outputs``; ``specs[key]`` = (shape, numpy dtype)."""
+    """C of ``hl_program(inputs, outputs, segs, consts)`` running ``steps`` (``_KernelStep``s with
+    ``inputs``/``outputs`` keys and ``donate``; ``segs[n]`` is step n's ``hl_run``) on graph
+    ``inputs`` and ``constants`` (keys in order) into graph ``outputs``; ``specs[key]`` = (shape,
+    numpy dtype). It returns 0, n + 1 when step n could not allocate, -1 when the driver could
+    not."""
     where = {k: f"inputs[{i}]" for i, k in enumerate(inputs)}
     for c, k in enumerate(constants):
         where.setdefault(k, f"hl_const[{c}]")
@@ -58,7 +59,7 @@ def driver_source(steps, inputs: list, outputs: list, constants: list, specs: di
                 where[k] = f"t{len(temps)}"
                 temps.append((where[k], max(1, _nbytes(*specs[k]))))
         args = ", ".join(where[k] for k in (*step.inputs, *step.outputs))
-        body += [f"  {{ void* a[] = {{{args}}};", f"    if (hl_seg[{n}](a)) {{ status = 1; goto done; }} }}"]
+        body += [f"  {{ void* a[] = {{{args}}};", f"    if (hl_seg[{n}](a)) {{ status = {n + 1}; goto done; }} }}"]
     for j, k in enumerate(outputs):
         size = _nbytes(*specs[k])
         if where[k] != f"outputs[{j}]" and size:
@@ -69,7 +70,7 @@ def driver_source(steps, inputs: list, outputs: list, constants: list, specs: di
              "  int status = 0;", "  hl_seg_t* hl_seg = (hl_seg_t*)segs;"]
     lines += [f"  void* {name} = hl_alloc({size});" for name, size in temps]
     if temps:
-        lines.append(f"  if (!({' && '.join(n for n, _ in temps)})) {{ status = 1; goto done; }}")
+        lines.append(f"  if (!({' && '.join(n for n, _ in temps)})) {{ status = -1; goto done; }}")
     lines += body + ["done:"] + [f"  free({name});" for name, _ in temps] + ["  return status;", "}", ""]
     return "\n".join(lines)
 
@@ -95,9 +96,12 @@ class Program:
 
     def __call__(self, arrays) -> list[np.ndarray]:
         outs = [np.empty(shape, d) for shape, d in self._outs]
-        if self._run(self._in_t(*[a.ctypes.data for a in arrays]), self._out_t(*[o.ctypes.data for o in outs]),
-                     self._segs, self._const_ptrs):
-            raise ResourceError("a kernel of this module could not allocate its buffers")
+        status = self._run(self._in_t(*[a.ctypes.data for a in arrays]), self._out_t(*[o.ctypes.data for o in outs]),
+                           self._segs, self._const_ptrs)
+        if status:
+            what = "the module's intermediate buffers" if status < 0 else \
+                f"kernel {self._kernels[status - 1].lowered.name}'s scratch buffers"
+            raise ResourceError(f"kernel memory: {what} could not be allocated")
         return outs
 
 
