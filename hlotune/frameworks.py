@@ -27,7 +27,7 @@ from dataclasses import replace
 import numpy as np
 
 from .api import Module, load_hlo
-from .dsl.errors import ConfigError, UnsupportedOpError
+from .dsl.errors import ConfigError, HloParseError, UnsupportedOpError
 from .jaxbridge import require_module
 
 __all__ = ["from_keras", "from_tensorflow", "from_torch"]
@@ -86,7 +86,7 @@ def _tf_hlo(tf, fn, args) -> tuple[str, list]:
         text = _hlo_text(f.experimental_get_compiler_ir(*args))
     except Exception as e:  # noqa: BLE001  (TF's errors: an op XLA cannot compile, an unbounded shape)
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        op = re.search(r"op (?:type )?'?(\w+)'?", msg)
+        op = re.search(r"No registered '(\w+)' OpKernel", str(e)) or re.search(r"op (?:type )?'?(\w+)'?", msg)
         raise UnsupportedOpError(op[1] if op else "tensorflow", kind="TensorFlow op", detail=f"XLA cannot compile "
                                  f"it: {msg[:300]} (use ops XLA supports, and give every dimension a size)") from None
     return text, [np.asarray(c.numpy()) for c in concrete.captured_inputs]
@@ -103,7 +103,12 @@ def from_tensorflow(fn_or_model, *example_args, weights: str = "inputs") -> Modu
     tf = _tf()
     args = [tf.constant(np.asarray(a)) for a in example_args]
     text, captured = _tf_hlo(tf, fn_or_model, args)
-    m = load_hlo(text)
+    try:
+        m = load_hlo(text)
+    except HloParseError as e:
+        if "dynamic dimensions" not in str(e):
+            raise
+        raise _dynamic_dims(e, "TensorFlow op with a data-dependent shape") from None
     if not captured:
         return m
     # captured tensors follow the arguments: bound to their values, named captured<k>
@@ -186,15 +191,41 @@ def from_torch(module, *example_args, weights: str = "inputs") -> Module:
         else:
             text = jax.jit(lambda st, *xs: jfn(st, xs), keep_unused=True).lower(dict(zip(names, values)), *args) \
                 .compiler_ir("hlo").as_hlo_text()
-    except jax.errors.ConcretizationTypeError as e:
-        raise UnsupportedOpError("data-dependent branch", kind="PyTorch construct", detail="the module branches on a tensor's value in "
-                                 "Python; write it with torch.where or torch.cond") from e
+    except (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndexError) as e:
+        raise _data_dependent(e) from None
     except (NotImplementedError, RuntimeError, TypeError) as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         op = re.search(r"(aten[.:][\w.]+)", str(e))
         raise UnsupportedOpError(op[1] if op else "torch", kind="PyTorch op", detail=f"torchax cannot lower it: {first[:300]}") from e
     m = load_hlo(text)
     return m if weights == "constants" else _bind(m, names, values, len(args))
+
+
+#: what JAX says when an op's result shape would depend on the data (nonzero, unique, masks)
+_SHAPE_FROM_DATA = re.compile(r"size argument of (jnp\.\w+)|first argument of (jnp\.\w+)\(\)|"
+                              r"(boolean indices) must be concrete")
+
+
+def _data_dependent(e: Exception) -> UnsupportedOpError:
+    """The PyTorch construct JAX could not trace: a shape that depends on the data (no bound,
+    so nothing static to compile) or a Python branch on a tensor's value."""
+    m = _SHAPE_FROM_DATA.search(str(e))
+    if m is not None:
+        what = next(g for g in m.groups() if g)
+        return UnsupportedOpError(what, kind="PyTorch op with a data-dependent shape", detail="its result's shape "
+                                  "depends on the tensor's values and has no bound, so there is no static shape to "
+                                  "compile; pad to a fixed size (torch.where with a fill value, or topk)")
+    return UnsupportedOpError("data-dependent branch", kind="PyTorch construct", detail="the module branches on a "
+                              "tensor's value in Python; write it with torch.where or torch.cond")
+
+
+def _dynamic_dims(e: HloParseError, kind: str) -> UnsupportedOpError:
+    """A framework's HLO with a dynamic dimension (a shape bounded but known only at run time:
+    TF's tf.unique, tf.where, boolean masks) as the op that made it."""
+    inst = re.search(r"^\s*([A-Za-z_]\w*?)(?:[._]\d+)*\s*=", str(e), re.M)
+    return UnsupportedOpError(inst[1] if inst else "dynamic shape", kind=kind, detail="its result's shape depends "
+                              f"on the data (a dynamic dimension in XLA's HLO: {str(e).splitlines()[0][:200]}); "
+                              "hlotune compiles static shapes only: pad to a fixed size")
 
 
 def _quiet_tf() -> None:

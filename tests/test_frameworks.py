@@ -83,6 +83,21 @@ def test_a_tf_function_and_its_refusals():
         hlotune.from_tensorflow(tf.function(lambda a: a @ v), x)
 
 
+@pytest.mark.parametrize("make, op, kind", [
+    (lambda tf: (lambda v: tf.py_function(lambda a: a * 2, [v], tf.float32)), "EagerPyFunc", "TensorFlow op"),
+    (lambda tf: (lambda v: tf.strings.as_string(v)), "AsString", "TensorFlow op"),
+    (lambda tf: (lambda v: tf.unique(tf.reshape(v, [-1]))[0]), "Unique", "data-dependent shape"),
+    (lambda tf: (lambda v: tf.where(v > 0)), "Where", "data-dependent shape"),
+])
+def test_tf_ops_xla_cannot_compile_or_shape_are_refused_by_name(make, op, kind):
+    """An op XLA cannot lower, and one whose result's shape depends on the data (XLA writes a
+    dynamic dimension), each a typed error naming the TF op."""
+    tf = pytest.importorskip("tensorflow", reason="the tensorflow extra is not installed")
+    x = RNG.standard_normal((4, 4)).astype(np.float32)
+    with pytest.raises(UnsupportedOpError, match=f"{kind}.*'{op}'"):
+        hlotune.from_tensorflow(make(tf), x)
+
+
 def test_a_keras_model_tunes(tmp_path):
     model, x = keras_cnn()
     m = hlotune.from_tensorflow(model, x)
@@ -151,6 +166,20 @@ def test_a_data_dependent_branch_is_refused_by_name():
             return x * 2 if x.sum() > 0 else x - 1
     with pytest.raises(UnsupportedOpError, match="data-dependent branch"):
         hlotune.from_torch(Branchy(), torch.randn(4))
+
+
+@pytest.mark.parametrize("forward, what", [(lambda t, x: t.nonzero(x > 0), "jnp.nonzero"),
+                                           (lambda t, x: x[x > 0], "boolean indices"),
+                                           (lambda t, x: t.unique(x), "jnp.unique")])
+def test_a_shape_that_depends_on_the_data_is_refused_by_name(forward, what):
+    """No bound, no static shape: a typed error naming the construct, not a JAX traceback."""
+    torch = _torch()
+
+    class Dynamic(torch.nn.Module):
+        def forward(self, x):
+            return forward(torch, x)
+    with pytest.raises(UnsupportedOpError, match=f"data-dependent shape '{what}'"):
+        hlotune.from_torch(Dynamic(), torch.randn(4, 4))
 
 
 def _opencl():
