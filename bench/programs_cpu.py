@@ -3,8 +3,9 @@ sampling, training steps and linear algebra (bench/programs.py), in both forms J
 (HLO text and StableHLO), with default schedules and, with ``--trials-per-task N``, tuned.
 
 Per program and form: compile time (parse, lower, schedule, build), the answer checked against
-jax.jit's, the kernel launches per call (counted while one call runs) and the host steps (extern
-ops run in Python, by kind). Then every contender is timed interleaved (A B A B, after 0.3 s of
+jax.jit's, the kernel launches per call and the calls from Python into C (counted while one call
+runs; one where the module's driver runs every kernel) and the host steps (extern ops run in
+Python, by kind). Then every contender is timed interleaved (A B A B, after 0.3 s of
 quiet, >= 50 ms per repeat) on the same arrays.
 
 Run: ``python -m bench.programs_cpu [--trials-per-task 32] [--repeats 5] [--only NAME ...]``.
@@ -106,7 +107,10 @@ def prepare(text: str, args, want, db=None) -> dict:
     with _Launches() as n:
         got = c(*args)
     ok, err = check(got, want)
-    return {"fn": c, "compile_s": compile_s, "launches": n.n, "host": host_steps(c), "ok": ok, "err": err}
+    prog = c.graph.program        # every step compiled: the driver runs them in one C call
+    launches, entries = (len(c.graph.steps), 1) if prog is not None else (n.n, n.n)
+    return {"fn": c, "compile_s": compile_s, "launches": launches, "entries": entries, "host": host_steps(c),
+            "ok": ok, "err": err}
 
 
 def main(argv=None):
@@ -158,6 +162,7 @@ def main(argv=None):
             row = {"program": name, "kind": kind, "form": form, "xla_ms": xla_ms,
                    "ms": statistics.median(times[k]) * 1e3 if k in times else None,
                    "ratio_to_xla": ratio.get(k), "compile_s": rec.get("compile_s"), "launches": rec.get("launches"),
+                   "entries": rec.get("entries"),
                    "host_steps": rec.get("host"), "matches_jax": rec.get("ok"), "max_rel_err": rec.get("err"),
                    "error": rec.get("error", ""), "tune_s": tune_s, "trials": trials}
             rows.append(row)
@@ -167,7 +172,7 @@ def main(argv=None):
             k = f"hlotune {form}"
             line.append(f"{ratio[k]:.2f}" if k in ratio else ("wrong" if "ok" in rec else "error"))
         h = forms["hlo"]
-        line += [h.get("launches", "-"), h.get("host", h.get("error", "-")),
+        line += [h.get("launches", "-"), h.get("entries", "-"), h.get("host", h.get("error", "-")),
                  f"{h['compile_s']:.1f}" if "compile_s" in h else "-",
                  f"{forms['stablehlo']['compile_s']:.1f}" if "compile_s" in forms["stablehlo"] else "-"]
         if trials:
@@ -176,7 +181,7 @@ def main(argv=None):
         print(" | ".join(map(str, line)), flush=True)
     head = ["program", "kind", "XLA:CPU ms", "HLO default / XLA", "StableHLO default / XLA",
             *(["HLO tuned / XLA", "StableHLO tuned / XLA"] if args.trials_per_task else []),
-            "launches per call (HLO)", "host steps (HLO)", "compile s (HLO)", "compile s (StableHLO)",
+            "launches per call (HLO)", "calls into C per call (HLO)", "host steps (HLO)", "compile s (HLO)", "compile s (StableHLO)",
             *(["tuning s"] if args.trials_per_task else [])]
     md = md_table(head, table)
     summary = []
@@ -191,7 +196,9 @@ def main(argv=None):
     notes = ("Ratios are hlotune's time over XLA's (< 1: hlotune faster), median of per-pair ratios over "
              f"{args.repeats} interleaved repeats. Every timed answer matched jax.jit's (floats within 2e-3 of the "
              "output's largest magnitude, integers exactly); 'wrong' and 'error' rows are not timed. Launches: "
-             "compiled-kernel calls in one call of the program (a while loop compiled whole is one). Host steps: "
+             "compiled kernels run in one call of the program (a while loop compiled whole is one); calls into C: "
+             "trips from Python into compiled code (1 where every step is compiled: one driver runs them all). "
+             "Host steps: "
              "extern ops run in Python (inside a loop run on the host, counted once). Compile: load, lower, "
              "schedule and build with default schedules (gcc's cache warm or cold as it happened).")
     write_results("programs_cpu" + args.suffix, rows, md, env, notes)
