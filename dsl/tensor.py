@@ -159,6 +159,27 @@ class WhileLoop:
 
 
 @dataclass(frozen=True, eq=False)
+class Conditional:
+    """The ``fn`` of a ``conditional`` extern op over inputs ``(index, operands...)``: branch
+    ``k`` (a pred index: true 0, false 1; an int index out of ``[0, n)``: the last branch)
+    computes ``branches[k] = (outs, pos, (lo, hi))``, the output tensors of a graph on its own
+    placeholders, whose ``Graph(outs)`` input ``j`` is op input ``lo + pos[j]`` (the branch's
+    operands are inputs ``lo..hi``). A compiling runtime may run the branches compiled."""
+
+    is_pred: bool
+    branches: tuple
+
+    def pick(self, v) -> int:
+        k = (0 if bool(v) else 1) if self.is_pred else int(v)
+        return k if 0 <= k < len(self.branches) else len(self.branches) - 1
+
+    def __call__(self, arrays, run) -> tuple:
+        v = arrays[0]
+        outs, pos, (lo, _) = self.branches[self.pick(v.reshape(()) if hasattr(v, "reshape") else v)]
+        return tuple(run(list(outs), [arrays[lo + p] for p in pos]))
+
+
+@dataclass(frozen=True, eq=False)
 class Scatter:
     """The ``fn`` of a ``scatter`` extern op over inputs ``(x_0..x_{n-1}, indices, u_0..u_{n-1})``
     with XLA's dimension numbers ``dims`` = (update_window_dims, inserted_window_dims,
@@ -206,6 +227,40 @@ class LapackCall:
 
     def opt(self, name: str, default=False):
         return dict(self.opts).get(name, default)
+
+    def __call__(self, arrays, run) -> tuple:
+        return self.run(arrays, run)
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """Operand ``operand`` sorts by ``fn`` (an expression of ``var``, its element), ascending
+    unless ``descending``. A float key compares as ``<`` does, -0 equal to +0 and every NaN
+    equal and last; with ``total`` it is the operand's element itself in IEEE totalOrder
+    (-NaN < -inf < ... < -0 < +0 < ... < inf < NaN)."""
+
+    operand: int
+    fn: Expr
+    var: IterVar
+    descending: bool
+    total: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class SortCall:
+    """The ``fn`` of a ``sort``/``topk`` extern op: along ``dim`` of the inputs (all of one
+    shape), the stable permutation ordering ``keys`` lexicographically (the first key
+    primary; ties keep the lower index); output ``j < len(inputs)`` is input ``j`` gathered
+    by its first ``take`` positions (``out_j[..., i, ...] = in_j[..., perm[i], ...]`` for
+    ``i < take``) and, with ``indices``, one more int32 output holds ``perm[:take]``.
+    ``run(arrays, run)`` computes the same on the host (numpy); a compiling runtime may
+    render it as C."""
+
+    dim: int
+    keys: tuple
+    take: int
+    indices: bool
+    run: Callable
 
     def __call__(self, arrays, run) -> tuple:
         return self.run(arrays, run)

@@ -15,7 +15,18 @@ import numpy as np
 
 from ...dsl.expr import AxisKind, IterVar, binary, const, select
 from ...dsl.ops import Op
-from ...dsl.tensor import ComputeOp, Graph, LoopState, PlaceholderOp, WhileLoop, compute, extern
+from ...dsl.tensor import (
+    ComputeOp,
+    Conditional,
+    Graph,
+    LoopState,
+    PlaceholderOp,
+    SortCall,
+    SortKey,
+    WhileLoop,
+    compute,
+    extern,
+)
 from .common import as_index, const_value, dtype_of, eval_scalar, ew, flatten, ints, load, unsupported
 from .sortkeys import lex_keys, lexsort_perm, sortable
 
@@ -176,8 +187,7 @@ def _as_select(ctx, instr, index, branches, args):
 def lower_conditional(ctx, instr, operands):
     """``conditional`` on a pred (true, false branch) or an s32 index (out of range: the last
     branch): a constant index inlines its branch; else a select of the branches
-    (``_as_select``), else an extern op running one
-    branch: https://openxla.org/xla/operation_semantics#conditional"""
+    (``_as_select``), else an extern op running one branch (compiled: runtime/nested.py): https://openxla.org/xla/operation_semantics#conditional"""
     branches = instr.attr("branch_computations")
     if branches is None:
         branches = (instr.attr("true_computation"), instr.attr("false_computation"))
@@ -193,23 +203,13 @@ def lower_conditional(ctx, instr, operands):
     selected = _as_select(ctx, instr, index, branches, args)
     if selected is not None:
         return selected
-    graphs, inputs, spans = [], [index], []
+    graphs, inputs = [], [index]
     for name, a in zip(branches, args):
         ph, outs, _ = ctx.subgraph(name)
         leaves = flatten(a)
-        spans.append((len(inputs), len(inputs) + len(leaves)))
+        graphs.append((tuple(outs), tuple(_positions(ph, outs)), (len(inputs), len(inputs) + len(leaves))))
         inputs += leaves
-        graphs.append((outs, _positions(ph, outs)))
-    is_pred = index.dtype.is_bool
-
-    def run_conditional(arrays, run):
-        v = np.asarray(arrays[0]).reshape(())
-        k = (0 if bool(v) else 1) if is_pred else int(v)
-        if k < 0 or k >= len(graphs):
-            k = len(graphs) - 1
-        outs, pos = graphs[k]
-        vals = arrays[spans[k][0]:spans[k][1]]
-        return tuple(run(outs, [vals[p] for p in pos]))
+    run_conditional = Conditional(index.dtype.is_bool, tuple(graphs))
     return _extern_result(ctx, instr, "conditional", inputs, run_conditional,
                           (("branches", branches),))
 
@@ -218,7 +218,8 @@ def lower_conditional(ctx, instr, operands):
 
 def lower_sort(ctx, instr, operands):
     """``sort`` along ``dimension`` (stable) as an extern op; key comparators (numeric, total
-    order, multi-key: sortkeys.py) run as a numpy lexsort, others pairwise:
+    order, multi-key: sortkeys.py) compile (runtime/sort.py) or run as a numpy lexsort, others
+    pairwise on the host:
     https://openxla.org/xla/operation_semantics#sort"""
     n = len(operands)
     dim = ints(instr, "dimensions", (0,))[0]
@@ -236,7 +237,9 @@ def lower_sort(ctx, instr, operands):
             return tuple(arrays)
         perm = lexsort_perm(keys, arrays, dim) if keys else _pairwise_perm(less, pv, arrays, dim)
         return tuple(np.take_along_axis(a, perm, axis=dim) for a in arrays)
-    return _extern_result(ctx, instr, "sort", operands, run_sort,
+    # key comparators may run compiled (runtime.sort); a pairwise one stays on the host
+    fn = SortCall(dim, tuple(keys), operands[0].shape[dim] if rank else 1, False, run_sort) if keys else run_sort
+    return _extern_result(ctx, instr, "sort", operands, fn,
                           (("dimension", dim), ("to_apply", instr.attr("to_apply"))))
 
 
@@ -305,7 +308,9 @@ def top_k(ctx, instr, x, largest: bool = True):
         key = sortable(a)
         perm = np.argsort(~key if largest else key, axis=-1, kind="stable")[..., :k]
         return np.take_along_axis(a, perm, axis=-1), perm.astype(np.int32)
-    return _extern_result(ctx, instr, "topk", [x], run_topk, (("k", k), ("largest", largest)))
+    v = IterVar("x", 0, AxisKind.PARAM, x.dtype)
+    spec = SortCall(len(x.shape) - 1, (SortKey(0, v.var, v, largest, total=True),), k, True, run_topk)
+    return _extern_result(ctx, instr, "topk", [x], spec, (("k", k), ("largest", largest)))
 
 
 def lower_topk(ctx, instr, operands):

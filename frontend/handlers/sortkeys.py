@@ -16,25 +16,14 @@ Anything else (``<=``, keys mixing operands, other shapes) is left to the pairwi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from ...dsl.expr import Expr, IterVar, walk
 from ...dsl.ops import Op
+from ...dsl.tensor import SortKey
 from .common import eval_scalar
 
 _STRICT = (Op.LT, Op.GT)
-
-
-@dataclass(frozen=True)
-class SortKey:
-    """Operand ``operand`` sorts by ``fn`` (an expression of ``var``, its element)."""
-
-    operand: int
-    fn: Expr
-    var: IterVar
-    descending: bool
 
 
 def _param(e: Expr, pv: list[IterVar]) -> int | None:

@@ -42,12 +42,13 @@ class Backend:
     def build(self, fn, target):
         raise NotImplementedError
 
-    def compile_while(self, op, target, schedule_fn, used=None):
+    def compile_while(self, op, target, schedule_fn, used=None, subgraph=None):
         """A kernel running while loop ``op`` whole on the device, or None (then the loop runs
         on the host, its condition and body compiled as kernels); ``used``: the outputs anyone
         reads (None: all), the others may be left unwritten. The kernel may be given an input's
         own array as the output of the same state element (``runtime.module`` donates a value
-        nothing reads afterwards)."""
+        nothing reads afterwards). ``subgraph`` (``runtime.nested.Subgraph``) compiles a
+        condition or body that holds extern ops as a graph the kernel calls."""
         return
 
     def compile_scatter(self, op, target):
@@ -58,6 +59,16 @@ class Backend:
     def compile_lapack(self, op, target):
         """A kernel calling the LAPACK routine of extern op ``op`` (``dsl.tensor.LapackCall``)
         from compiled code, or None (then it runs on the host, through scipy)."""
+        return
+
+    def compile_conditional(self, op, target, subgraph):
+        """A kernel running conditional extern op ``op`` (``dsl.tensor.Conditional``) whole, its
+        branches compiled by ``subgraph``, or None (then it runs on the host)."""
+        return
+
+    def compile_sort(self, op, target):
+        """A kernel running sort/topk extern op ``op`` (``dsl.tensor.SortCall``) on the device,
+        or None (then it runs on the host, in numpy)."""
         return
 
     # ------------------------------------------------------------------ measurement

@@ -12,6 +12,8 @@ from ..build import Kernel, check_scratch
 from ..codegen.c import render_c
 from ..cpu import CCompiler, Library, compile_c
 from ..isa import detect
+from ..nested import build_conditional
+from ..sort import build_sort
 from ..targets import Target, cpu_model, default_threads
 from ..timing import measure
 from .base import Backend, Runner
@@ -59,9 +61,15 @@ class CPUBackend(Backend):
         from ..lapack import build_lapack
         return build_lapack(op, target)
 
-    def compile_while(self, op, target, schedule_fn, used=None):
+    def compile_sort(self, op, target):
+        return build_sort(op, target)
+
+    def compile_while(self, op, target, schedule_fn, used=None, subgraph=None):
         from ..whileloop import build_while
-        return build_while(op, target, schedule_fn, used)
+        return build_while(op, target, schedule_fn, used, subgraph)
+
+    def compile_conditional(self, op, target, subgraph):
+        return build_conditional(op, target, subgraph)
 
     def prepare(self, fn, target, timeout: float) -> dict:
         check_scratch(fn)
