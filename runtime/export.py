@@ -13,9 +13,11 @@
 - ``hlotune_module.json``: what ``load_library`` checks (inputs, outputs, the target and the
   instruction sets the code was compiled for).
 
-A module with steps that run on the host (a sort, a loop with one inside) or call scipy's
-LAPACK (bound at load time in Python) is refused, naming them. ``load_library(folder)`` runs an export from Python with ctypes: no compiler needed, and
-refused on a CPU without the instructions it was built for.
+A module with steps that run on the host (a sort by a comparator that is no key order, a loop
+with one inside), that call scipy's LAPACK (bound at load time in Python), or control flow
+calling graphs through addresses of this process (``runtime.nested``) is refused, naming them.
+``load_library(folder)`` runs an export from Python with ctypes: no compiler needed, and refused
+on a CPU without the instructions it was built for.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from .cpu import CCompiler
 from .isa import detect
 from .lapack import LapackKernel
 from .module import CompiledGraph, _ExternStep, _KernelStep, _key
+from .nested import NestedKernel
 from .targets import cpu_model, hlotune_version
 
 log = logging.getLogger(__name__)
@@ -161,6 +164,8 @@ def export_library(graph: CompiledGraph, out, name: str = "module", input_names=
     host = [f"{s.op.kind} ('{s.op.name}')" for s in graph.steps if isinstance(s, _ExternStep)]
     host += [f"{s.kernel.routine} call ('{s.kernel.lowered.name}': scipy's LAPACK)" for s in graph.steps
              if isinstance(s, _KernelStep) and isinstance(s.kernel, LapackKernel)]
+    host += [f"control flow calling graphs compiled in this process ('{s.kernel.lowered.name}')"
+             for s in graph.steps if isinstance(s, _KernelStep) and isinstance(s.kernel, NestedKernel)]
     if host:
         kinds = ", ".join(sorted(set(host)))
         raise ExportError(f"module '{name}' has ops that run on the host and cannot be exported: {kinds}")

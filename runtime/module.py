@@ -18,7 +18,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..dsl.errors import KernelArgumentError
-from ..dsl.tensor import ComputeOp, ExternOp, Graph, LapackCall, Scatter, Tensor, input_tensors
+from ..dsl.tensor import (
+    ComputeOp,
+    Conditional,
+    ExternOp,
+    Graph,
+    LapackCall,
+    Scatter,
+    SortCall,
+    Tensor,
+    input_tensors,
+)
 from ..schedules.fusion import default_schedule
 from ..schedules.schedule import Schedule
 from .backends import backend
@@ -134,6 +144,9 @@ class CompiledGraph:
                 k = self._compile_extern(item, used)
                 if k is not None:
                     ins = [_key(t) for t in item.inputs]
+                    for j, a in enumerate(getattr(k, "constant_inputs", ())):   # runtime.nested's tables
+                        self.constants[("table", id(item), j)] = a
+                        ins.append(("table", id(item), j))
                     self.steps.append(_KernelStep(k, None, ins, [(id(item), i) for i in range(item.num_outputs)],
                                                   self._donations(later, ins, k.in_place)))
                 else:
@@ -147,10 +160,11 @@ class CompiledGraph:
                 log.debug("segment -> kernel with %d inputs, %d outputs", len(ins), len(outs))
                 self.steps.append(_KernelStep(kernel, g, [_key(t) for t in ins], [_key(t) for t in outs]))
 
-    def _program(self) -> Program | None:
+    def _program(self, empty: bool = False) -> Program | None:
         """Every step in one C call (``runtime.program``) when all are C kernels (``Kernel``:
         the cpu's); else None (the steps run from Python)."""
-        if not self.steps or not all(isinstance(s, _KernelStep) and isinstance(s.kernel, Kernel) for s in self.steps):
+        if (not self.steps and not empty) or \
+                not all(isinstance(s, _KernelStep) and isinstance(s.kernel, Kernel) for s in self.steps):
             return None
         specs = {k: (tuple(b.shape), b.dtype.np) for s in self.steps
                  for k, b in zip(s.outputs, s.kernel.lowered.args[s.kernel.lowered.num_inputs:])}
@@ -160,16 +174,29 @@ class CompiledGraph:
         return Program(self.steps, [_key(t) for t in g.inputs], self._out_keys, self.constants, specs, self.target)
 
     def _compile_extern(self, op: ExternOp, used: set[int]):
-        """A compiled kernel for extern op ``op`` (a while loop, a scatter, a LAPACK call) where the backend
+        """A compiled kernel for extern op ``op`` (a while loop, a scatter, a LAPACK call, a sort) where the backend
         has one, else None (the op runs on the host)."""
         b = backend(self.target)
         if op.kind == "while":
-            return b.compile_while(op, self.target, self.schedule_fn, used)
+            return b.compile_while(op, self.target, self.schedule_fn, used, self._subgraph)
+        if isinstance(op.fn, Conditional):
+            return b.compile_conditional(op, self.target, self._subgraph)
         if op.kind == "scatter" and isinstance(op.fn, Scatter):
             return b.compile_scatter(op, self.target)
         if isinstance(op.fn, LapackCall):
             return b.compile_lapack(op, self.target)
+        if isinstance(op.fn, SortCall):
+            return b.compile_sort(op, self.target)
         return None
+
+    def _subgraph(self, outputs: list, inputs: list | None):
+        """``outputs`` on ``inputs`` (None: the graph's own) compiled with this graph's target and
+        schedules, when it runs as one C call (``runtime.nested`` calls it from its kernels),
+        else None."""
+        g = CompiledGraph(outputs, inputs, self.target, self.schedule_fn)
+        if g.program is None and not g.steps:      # nothing to compute: a program that copies
+            g.program = g._program(empty=True)
+        return g if g.program is not None else None
 
     def _read_after(self, items: list, n: int) -> set[Key]:
         """The values read by the steps after ``items[n]``, or returned."""

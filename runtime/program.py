@@ -94,6 +94,13 @@ class Program:
         self._in_t = ctypes.c_void_p * max(1, len(inputs))
         self._out_t = ctypes.c_void_p * max(1, len(outputs))
 
+    def pointers(self) -> tuple[int, int, int]:
+        """The addresses a compiled caller needs to run this program itself (``runtime.nested``):
+        ``hl_program``, its kernels' entries and its constants. They stay valid while this
+        object lives."""
+        return (ctypes.cast(self._run, ctypes.c_void_p).value, ctypes.addressof(self._segs),
+                ctypes.addressof(self._const_ptrs))
+
     def __call__(self, arrays) -> list[np.ndarray]:
         outs = [np.empty(shape, d) for shape, d in self._outs]
         status = self._run(self._in_t(*[a.ctypes.data for a in arrays]), self._out_t(*[o.ctypes.data for o in outs]),

@@ -1,8 +1,9 @@
 """``while`` loops compiled whole for the cpu target.
 
-A ``while`` extern op (``dsl.tensor.WhileLoop``) whose condition and body are plain compute
-graphs (no extern ops inside) becomes one C source: the condition and body functions, each
-scheduled like any segment, and a driver. The loop's ``LoopState`` sorts the state elements:
+A ``while`` extern op (``dsl.tensor.WhileLoop``) becomes one C source: the condition and body
+functions, each scheduled like any segment, and a driver. A condition or body holding extern
+ops (a sort, a LAPACK call, a conditional, an inner loop) is compiled as a graph of its own and
+called through ``runtime.nested``'s address table, when all its steps are C kernels. The loop's ``LoopState`` sorts the state elements:
 
 - *kept* (the body passes them through: a scan's inputs, weights): read from the input array
   itself, never copied inside the loop;
@@ -21,7 +22,7 @@ scheduled like any segment, and a driver. The loop's ``LoopState`` sorts the sta
 
 ``runtime.module`` may hand a dead input's own array over as the output of the same element,
 and then nothing is copied at all. An iteration costs two C calls instead of two trips through
-Python. Other loops keep running on the host.
+Python. A loop whose condition or body has a host step runs on the host.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ..schedules.lower import lower
 from .build import Kernel, check_scratch
 from .codegen.c import CRenderer
 from .cpu import Library, compile_c
+from .nested import CALL_HELPER, NestedKernel, Subgraph, program_call, table_buffer
 from .targets import Target
 
 log = logging.getLogger(__name__)
@@ -94,19 +96,20 @@ def _write_region(shape, reg_shape, dst: str, reg: str, starts: list[str], t: st
     return lines + ["  }"]
 
 
-def _driver(r: CRenderer, fn: LoweredFunc, cfn: LoweredFunc, bfn: LoweredFunc, loop: WhileLoop,
-            plan: _Plan, used: set[int]) -> str:
+def _driver(r: CRenderer, fn: LoweredFunc, cond: Callable[[list[str]], str], body: Callable[[list[str]], str],
+            ct: str, bouts: list[Buffer], loop: WhileLoop, plan: _Plan, used: set[int]) -> str:
     """The C driver. Swapped elements ping-pong between ``cur``/``nxt`` and are copied out at
     the end; kept ones are read from the input itself; updated ones live in their output
     array from the start (filled from the input unless it is the same array: a donated
-    input). Outputs outside ``used`` are not written."""
-    n = fn.num_inputs
-    ins, outs = fn.args[:n], fn.args[n:]
+    input). Outputs outside ``used`` are not written. ``cond(args)``/``body(args)``: C calling
+    the condition (into ``hl_go`` of C type ``ct``) and the body (into ``bouts``), nonzero when
+    they failed."""
+    n = len(loop.body_outs)
+    ins, outs = fn.args[:n], fn.args[fn.num_inputs:]
     iname = [r.name(b, b.name) for b in ins]
     oname = [r.name(b, b.name) for b in outs]
     ty = [r.ctype(b.dtype, storage=True) for b in ins]
     size = [f"{max(b.size, 1)} * sizeof({t})" for b, t in zip(ins, ty)]
-    bouts = bfn.args[bfn.num_inputs:]
     oty = [r.ctype(b.dtype, storage=True) for b in bouts]
     first = {j: i for i, j in sorted(plan.src.items(), reverse=True)}      # output j -> first element it sets
     obuf = [f"nxt{first[j]}" if j in first else f"tmp{j}" for j in range(len(bouts))]
@@ -131,13 +134,11 @@ def _driver(r: CRenderer, fn: LoweredFunc, cfn: LoweredFunc, bfn: LoweredFunc, l
             lines.append(f"  memcpy(cur{i}, {iname[i]}, {size[i]});")
         elif plan.kind[i] == "update":
             lines.append(f"  if ((const void*)cur{i} != (const void*){iname[i]}) memcpy(cur{i}, {iname[i]}, {size[i]});")
-    cout = cfn.args[cfn.num_inputs]
-    ct = r.ctype(cout.dtype, storage=True)
     cargs = [f"cur{k}" for k in loop.cond_pos] + ["hl_go"]
     bargs = [f"cur{k}" for k in plan.pos] + obuf
     lines += [f"  {ct} hl_go[1];", "  for (;;) {",
-              f"    if ({cfn.name}({', '.join(cargs)})) {{ hl_status = 1; break; }}", "    if (!hl_go[0]) break;",
-              f"    if ({bfn.name}({', '.join(bargs)})) {{ hl_status = 1; break; }}"]
+              f"    if ({cond(cargs)}) {{ hl_status = 1; break; }}", "    if (!hl_go[0]) break;",
+              f"    if ({body(bargs)}) {{ hl_status = 1; break; }}"]
     for i, j in plan.src.items():
         if first[j] != i:
             lines.append(f"    memcpy(nxt{i}, nxt{first[j]}, {size[i]});")
@@ -156,10 +157,11 @@ def _driver(r: CRenderer, fn: LoweredFunc, cfn: LoweredFunc, bfn: LoweredFunc, l
 
 
 def build_while(op: ExternOp, target: Target, schedule_fn: Callable[[Graph], object],
-                used=None) -> Kernel | None:
+                used=None, subgraph: Subgraph | None = None) -> Kernel | None:
     """One compiled kernel running while loop ``op`` (inputs: the initial state, outputs: the
     final state; ``used``: the outputs anyone reads, None: all), or None when it cannot be
-    compiled whole (then it runs on the host)."""
+    compiled whole (then it runs on the host). A condition or body with extern ops is compiled
+    by ``subgraph`` as a graph the kernel calls (``runtime.nested``), when that runs in C."""
     loop = op.fn
     if not isinstance(loop, WhileLoop) or len(loop.cond_outs) != 1:
         return None
@@ -167,24 +169,43 @@ def build_while(op: ExternOp, target: Target, schedule_fn: Callable[[Graph], obj
     if not plan.outs:
         return None
     cg, bg = Graph(list(loop.cond_outs)), Graph(plan.outs)
-    if cg.extern_ops or bg.extern_ops or cg.outputs[0].shape not in ((), (1,)):
+    if cg.outputs[0].shape not in ((), (1,)):
         return None
     base = "hl_" + re.sub(r"[^0-9a-zA-Z_]", "_", op.name)
-    cfn = lower(schedule_fn(cg), f"{base}_cond")
-    bfn = lower(schedule_fn(bg), f"{base}_body")
-    check_scratch(cfn)
-    check_scratch(bfn)
     state = [Buffer(f"s{i}", d, tuple(shp), "arg") for i, (d, shp) in enumerate(zip(op.out_dtypes, op.out_shapes))]
     res = [Buffer(f"r{i}", b.dtype, b.shape, "arg") for i, b in enumerate(state)]
-    fn = LoweredFunc("hl_while", tuple(state + res), len(state), Seq(()))
+    nested = [g for g in (cg, bg) if g.extern_ops]
+    if nested and subgraph is None:
+        return None
+    graphs = [subgraph(list(g.outputs), list(g.inputs)) for g in nested]
+    if any(g is None for g in graphs):
+        return None
+    table = [table_buffer(len(graphs))] if graphs else []
+    fn = LoweredFunc("hl_while", tuple(state + table + res), len(state) + len(table), Seq(()))
     r = CRenderer(target.hardware)
-    funcs = [r.function(cfn), r.function(bfn)]     # first: they decide which vector types are declared
+    tname = r.name(table[0], table[0].name) if table else ""
+    funcs, calls = [], []
+    for g, suffix in ((cg, "cond"), (bg, "body")):
+        if g.extern_ops:       # graph j of the table: the j-th with extern ops
+            j = [x for x in (cg, bg) if x.extern_ops].index(g)
+            k = len(g.inputs)
+            calls.append(lambda a, j=j, k=k: program_call(tname, j, a[:k], a[k:]))
+            continue
+        lf = lower(schedule_fn(g), f"{base}_{suffix}")
+        check_scratch(lf)
+        funcs.append(r.function(lf))     # first: they decide which vector types are declared
+        calls.append(lambda a, name=lf.name: f"{name}({', '.join(a)})")
+    ct = r.ctype(cg.outputs[0].dtype, storage=True)
+    bouts = [Buffer(f"o{j}", t.dtype, tuple(t.shape)) for j, t in enumerate(plan.outs)]
     used = set(range(len(state))) if used is None else set(used)
-    driver = _driver(r, fn, cfn, bfn, loop, plan, used)
-    src = "\n".join([r.preamble(fn), *r.vector_types.values(), *funcs, driver, r.postamble(fn)])
-    log.debug("while '%s': compiled whole (%d state elements, %d kept, %d updated in place)", op.name,
-              len(state), plan.kind.count("kept"), plan.kind.count("update"))
-    return Kernel(fn, src, Library(compile_c(src, target.compiler)), target)
+    driver = _driver(r, fn, calls[0], calls[1], ct, bouts, loop, plan, used)
+    src = "\n".join([r.preamble(fn), *r.vector_types.values(), *([CALL_HELPER] if graphs else []), *funcs, driver,
+                     r.postamble(fn)])
+    log.debug("while '%s': compiled whole (%d state elements, %d kept, %d updated in place%s)", op.name,
+              len(state), plan.kind.count("kept"), plan.kind.count("update"),
+              f", {len(graphs)} graph(s) with extern ops called" if graphs else "")
+    lib = Library(compile_c(src, target.compiler))
+    return NestedKernel(fn, src, lib, target, graphs) if graphs else Kernel(fn, src, lib, target)
 
 
 __all__ = ["build_while"]

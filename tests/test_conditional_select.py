@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from hlotune.runtime.module import _ExternStep
+from hlotune.runtime.nested import NestedKernel
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -121,9 +122,12 @@ ENTRY e {{
 
 
 def test_top_level_conditional_selects_when_small_and_runs_one_branch_when_large():
-    for n, hosted in ((64, False), ((1 << 20) // 2 + 1, True)):
+    """Small branches: a select of all of them; large ones: one branch run, compiled (a kernel
+    calling the branch's graph, runtime/nested.py), never a host step."""
+    for n, nested in ((64, False), ((1 << 20) // 2 + 1, True)):
         c = hlotune.compile(hlotune.load_hlo(top_text(n)), target="cpu")
-        assert any(isinstance(s, _ExternStep) for s in c.graph.steps) is hosted
+        assert not any(isinstance(s, _ExternStep) for s in c.graph.steps)
+        assert any(isinstance(getattr(s, "kernel", None), NestedKernel) for s in c.graph.steps) is nested
         v = np.random.default_rng(0).standard_normal(n).astype(np.float32)
         for b, want in ((0, v * np.float32(0.5)), (1, v + np.float32(2)), (2, -v), (-5, -v), (7, -v)):
             np.testing.assert_allclose(c(v, np.float32(2), np.int32(b)), want, rtol=1e-6)

@@ -104,7 +104,7 @@ def test_plans_with_several_kernels_constants_and_copied_outputs():
 
 def test_host_steps_fall_back_to_a_callback(caplog):
     def g(x):
-        return jnp.sort(x, axis=-1) * 2
+        return jnp.abs(jnp.fft.rfft(x, axis=-1)) * 2      # the fft runs on the host
 
     op = hlotune.jax_op(g)
     x = np.random.default_rng(6).standard_normal((3, 7)).astype(np.float32)
