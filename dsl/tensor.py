@@ -215,7 +215,11 @@ class LapackCall:
     - ``potrf`` (a [..., n, n]) -> the ``lower`` (a = l l^T) or upper (a = u^T u) factor: with
       ``hlo`` (the ``cholesky`` op) the other triangle is 0 and a matrix that is not positive
       definite gives all NaNs; without it (JAX's custom call) the other triangle is a's own,
-      and an info output follows (i > 0: the leading minor of order i is not positive).
+      and an info output follows (i > 0: the leading minor of order i is not positive);
+    - ``syevd`` (a [..., n, n], the ``lower`` or upper triangle read) -> the eigenvectors as
+      columns (with ``vectors``; else what LAPACK left of a), the ascending eigenvalues, info;
+    - ``gesdd`` (a [..., m, n]) -> what LAPACK left of a, the singular values, u, vt (``mode``
+      65: full, 83: thin, 78: none, then zeros), info.
 
     ``opts`` holds the flags as sorted (name, value) pairs; ``run(arrays, run)`` computes the
     same on the host (scipy)."""

@@ -11,7 +11,9 @@ column-major is its transpose, so:
 - ``potrf`` factors a copy with the triangle swapped: the upper factor of a^T read row-major is
   the lower factor of a;
 - ``getrf`` has no such identity (the LU of a^T is not that of a): the matrix is transposed into
-  a column-major scratch and back, O(mn) next to the O(mn min(m, n)) factorization.
+  a column-major scratch and back, O(mn) next to the O(mn min(m, n)) factorization; so are
+  ``syevd`` (eigh: LAPACK reads the triangle JAX names, as on the host) and ``gesdd`` (SVD), whose
+  vectors come back transposed, with workspaces asked of the routine once per call.
 
 Batches (leading dims) are one call per matrix. Complex and 16-bit types stay on the host path.
 """
@@ -34,7 +36,7 @@ from .targets import Target
 log = logging.getLogger(__name__)
 
 #: the routines a kernel may call, by LapackCall.routine (BLAS for trsm, LAPACK for the others)
-ROUTINES = {"trsm": "blas", "getrf": "lapack", "potrf": "lapack"}
+ROUTINES = {"trsm": "blas", "getrf": "lapack", "potrf": "lapack", "syevd": "lapack", "gesdd": "lapack"}
 
 
 @cache
@@ -107,6 +109,72 @@ def _getrf(a: Buffer, outs: list[Buffer], n: dict, t: str) -> list[str]:
             "  }", "  free(w);", "  return 0;"]
 
 
+def _workspace(t: str, call: str) -> list[str]:
+    """C asking the routine for its workspace (``lwork = -1``; ``call`` names ``work``, ``lwork``
+    and, for syevd, ``iwork``/``liwork``) then allocating it; ``hl_ok`` false when that failed."""
+    return [f"  {t} wq = 0; int lwork = -1, liwork = -1, iwq = 0, info = 0;",
+            f"  {{ {t}* work = &wq; int* iwork = &iwq; {call} }}",
+            "  lwork = (int)wq > 1 ? (int)wq : 1; liwork = iwq > 1 ? iwq : 1;",
+            f"  {t}* work = ({t}*)hl_alloc((size_t)lwork * sizeof({t}));"]
+
+
+def _syevd(spec: LapackCall, a: Buffer, outs: list[Buffer], n: dict, t: str) -> list[str]:
+    """eigh of each symmetric matrix: the logical matrix transposed into a column-major scratch
+    (the same triangle LAPACK reads as for the host's Fortran-order copy), eigenvectors (or what
+    LAPACK left of the scratch) transposed back."""
+    v, w, info = outs
+    size = a.shape[-1]
+    call = (f"hl_fn0(&jobz, &uplo, &nn, m, &lda, {n[w]}, work, &lwork, iwork, &liwork, &info);")
+    return [f"  char jobz = '{'V' if spec.opt('vectors') else 'N'}', uplo = '{'L' if spec.opt('lower') else 'U'}';",
+            f"  int nn = {size}, lda = {max(size, 1)};",
+            f"  {t}* m = ({t}*)hl_alloc({max(size * size, 1)} * sizeof({t}));",
+            "  if (!m) return 1;",
+            *_workspace(t, call),
+            "  int* iwork = (int*)hl_alloc((size_t)liwork * sizeof(int));",
+            "  if (!work || !iwork) { free(m); free(work); free(iwork); return 1; }",
+            f"  for (long long g = 0; g < {_batch(a)}LL; ++g) {{",
+            f"    hl_transpose({n[a]} + g * {size * size}LL, m, nn, nn);",
+            (f"    info = 0; if (nn > 0) hl_fn0(&jobz, &uplo, &nn, m, &lda, {n[w]} + g * {size}LL, work, &lwork, "
+             "iwork, &liwork, &info);"),
+            f"    {n[info]}[g] = info;",
+            f"    hl_transpose(m, {n[v]} + g * {size * size}LL, nn, nn);",
+            "  }", "  free(m); free(work); free(iwork);", "  return 0;"]
+
+
+def _gesdd(spec: LapackCall, a: Buffer, outs: list[Buffer], n: dict, t: str) -> list[str]:
+    """SVD of each matrix (``mode`` 65 all, 83 the thin vectors, 78 none): column-major scratch
+    for a, u and vt, transposed back; without vectors u and vt are zeros."""
+    left, s, u, vt, info = outs
+    rows, cols = a.shape[-2], a.shape[-1]
+    k = min(rows, cols)
+    mode = spec.opt("mode", 65)
+    ucols, vrows = {65: (rows, cols), 83: (k, k)}.get(mode, (1, 1))
+    vec = mode != 78
+    call = ("hl_fn0(&jobz, &mm, &nn, m, &lda, " + n[s] + ", uw, &ldu, vw, &ldvt, work, &lwork, iwork, &info);")
+    lines = [f"  char jobz = '{ {65: 'A', 83: 'S'}.get(mode, 'N') }';",
+             (f"  int mm = {rows}, nn = {cols}, lda = {max(rows, 1)}, ldu = {max(rows, 1) if vec else 1}, "
+              f"ldvt = {max(vrows, 1) if vec else 1};"),
+             f"  {t}* m = ({t}*)hl_alloc({max(rows * cols, 1)} * sizeof({t}));",
+             f"  {t}* uw = ({t}*)hl_alloc({max(rows * ucols, 1) if vec else 1} * sizeof({t}));",
+             f"  {t}* vw = ({t}*)hl_alloc({max(vrows * cols, 1) if vec else 1} * sizeof({t}));",
+             f"  int* iwork = (int*)hl_alloc({max(8 * k, 1)} * sizeof(int));",
+             "  if (!m || !uw || !vw || !iwork) { free(m); free(uw); free(vw); free(iwork); return 1; }",
+             *_workspace(t, call),
+             "  if (!work) { free(m); free(uw); free(vw); free(iwork); return 1; }"]
+    if not vec:
+        lines += [f"  memset({n[u]}, 0, {max(u.size, 1)} * sizeof({t}));",
+                  f"  memset({n[vt]}, 0, {max(vt.size, 1)} * sizeof({t}));"]
+    lines += [f"  for (long long g = 0; g < {_batch(a)}LL; ++g) {{",
+              f"    hl_transpose({n[a]} + g * {rows * cols}LL, m, mm, nn);",
+              f"    info = 0; {call.replace(n[s] + ',', n[s] + f' + g * {k}LL,')}",
+              f"    {n[info]}[g] = info;",
+              f"    hl_transpose(m, {n[left]} + g * {rows * cols}LL, nn, mm);"]
+    if vec:
+        lines += [f"    hl_transpose(uw, {n[u]} + g * {rows * ucols}LL, {ucols}, mm);",
+                  f"    hl_transpose(vw, {n[vt]} + g * {vrows * cols}LL, nn, {vrows});"]
+    return lines + ["  }", "  free(m); free(uw); free(vw); free(iwork); free(work);", "  return 0;"]
+
+
 def _transpose(t: str) -> str:
     """C of ``hl_transpose(src, dst, rows, cols)``: dst[j][i] = src[i][j] for a row-major
     rows x cols src, through a 16x16 tile read and written along rows (3.5 us for 128x128
@@ -135,7 +203,10 @@ def _prototype(routine: str, t: str) -> str:
     argument by pointer, no hidden string lengths)."""
     return {"trsm": f"void (*)(char*, char*, char*, char*, int*, int*, {t}*, {t}*, int*, {t}*, int*)",
             "potrf": f"void (*)(char*, int*, {t}*, int*, int*)",
-            "getrf": f"void (*)(int*, int*, {t}*, int*, int*, int*)"}[routine]
+            "getrf": f"void (*)(int*, int*, {t}*, int*, int*, int*)",
+            "syevd": f"void (*)(char*, char*, int*, {t}*, int*, {t}*, {t}*, int*, int*, int*, int*)",
+            "gesdd": f"void (*)(char*, int*, int*, {t}*, int*, {t}*, {t}*, int*, {t}*, int*, {t}*, int*, int*, "
+                     "int*)"}[routine]
 
 
 def lapack_source(op: ExternOp, target: Target) -> tuple[LoweredFunc, str]:
@@ -152,10 +223,15 @@ def lapack_source(op: ExternOp, target: Target) -> tuple[LoweredFunc, str]:
         body = _trsm(spec, ins[0], ins[1], outs[0], n, t)
     elif spec.routine == "potrf":
         body = _potrf(spec, ins[0], outs, n, t)
+    elif spec.routine == "syevd":
+        body = _syevd(spec, ins[0], outs, n, t)
+    elif spec.routine == "gesdd":
+        body = _gesdd(spec, ins[0], outs, n, t)
     else:
         body = _getrf(ins[0], outs, n, t)
     typedef = _prototype(spec.routine, t).replace("(*)", "(*hl_fn_t)")
-    head = [f"typedef {typedef};", "static hl_fn_t hl_fn0;", *([_transpose(t)] if spec.routine == "getrf" else []),
+    head = [f"typedef {typedef};", "static hl_fn_t hl_fn0;", *([_transpose(t)] if spec.routine != "trsm" and
+                                                               spec.routine != "potrf" else []),
             "void hl_lapack_bind(void** fns) { hl_fn0 = (hl_fn_t)fns[0]; }"]
     src = "\n".join([r.preamble(fn), *head, r.signature(fn) + " {", *body, "}", r.postamble(fn)])
     return fn, src
@@ -180,6 +256,8 @@ def build_lapack(op: ExternOp, target: Target) -> LapackKernel | None:
     spec = op.fn
     if not isinstance(spec, LapackCall) or spec.routine not in ROUTINES or spec.prefix not in ("s", "d"):
         return None
+    if spec.routine in ("syevd", "gesdd") and 0 in op.inputs[0].shape[-2:]:
+        return None      # an empty matrix: LAPACK returns at once and leaves u/vt unset
     fn, src = lapack_source(op, target)
     log.debug("%s '%s': compiled call of %s%s", op.kind, op.name, spec.prefix, spec.routine)
     return LapackKernel(fn, src, Library(compile_c(src, target.compiler)), target, spec.prefix + spec.routine)

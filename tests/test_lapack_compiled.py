@@ -113,6 +113,66 @@ def test_cholesky_compiled_zeroes_the_other_triangle_and_gives_nans_when_not_def
         np.testing.assert_allclose(f[k], want if lower else want.T, rtol=TOL[dtype], atol=TOL[dtype])
 
 
+def _jax_module(fn, *args):
+    import jax
+    with jax.enable_x64(True):
+        return hlotune.load_hlo(jax.jit(fn).lower(*args).as_text())
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batch=st.sampled_from([(), (3,)]), n=st.integers(1, 12), upper=st.booleans(),
+       dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2**16))
+def test_eigh_compiled_matches_numpy(batch, n, upper, dtype, seed):
+    """syevd from C: ascending eigenvalues as numpy's, orthonormal eigenvectors that rebuild the
+    matrix from the triangle JAX names (the other triangle is noise it must not read)."""
+    import jax.numpy as jnp
+    rng = np.random.default_rng(seed)
+    g = rng.standard_normal(batch + (n, n))
+    sym = g + np.swapaxes(g, -1, -2)
+    a = (sym + np.triu(rng.standard_normal((n, n)), 1) * (1 if not upper else 0)
+         + np.tril(rng.standard_normal((n, n)), -1) * (1 if upper else 0)).astype(dtype)
+    uplo = "U" if upper else "L"
+    c = hlotune.compile(_jax_module(lambda x: jnp.linalg.eigh(x, UPLO=uplo, symmetrize_input=False), a))
+    p = {np.float32: "s", np.float64: "d"}[dtype]
+    assert routines(c) == [p + "syevd"]
+    w, v = c(a)
+    tri = np.triu(a) if upper else np.tril(a)
+    full = tri + np.swapaxes(tri, -1, -2) - tri * np.eye(n)
+    want = np.linalg.eigvalsh(full.astype(np.float64))
+    tol = 50 * TOL[dtype] * max(1.0, float(np.max(np.abs(want))))
+    np.testing.assert_allclose(w, want, atol=tol)
+    np.testing.assert_allclose(v @ (w[..., :, None] * np.swapaxes(v, -1, -2)), full, atol=tol)
+    np.testing.assert_allclose(np.swapaxes(v, -1, -2) @ v, np.broadcast_to(np.eye(n), v.shape), atol=tol)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(batch=st.sampled_from([(), (2,)]), m=st.integers(1, 9), n=st.integers(1, 9),
+       mode=st.sampled_from(["full", "thin", "values"]), dtype=st.sampled_from([np.float32, np.float64]),
+       seed=st.integers(0, 2**16))
+def test_svd_compiled_matches_numpy(batch, m, n, mode, dtype, seed):
+    import jax.numpy as jnp
+    a = np.random.default_rng(seed).standard_normal(batch + (m, n)).astype(dtype)
+    if mode == "values":
+        fn = lambda x: jnp.linalg.svd(x, compute_uv=False)
+    else:
+        fn = lambda x: jnp.linalg.svd(x, full_matrices=mode == "full")
+    c = hlotune.compile(_jax_module(fn, a))
+    assert routines(c) == [{np.float32: "s", np.float64: "d"}[dtype] + "gesdd"]
+    got = c(a)
+    want_s = np.linalg.svd(a.astype(np.float64), compute_uv=False)
+    tol = 50 * TOL[dtype] * max(1.0, float(np.max(want_s)))
+    if mode == "values":
+        np.testing.assert_allclose(got, want_s, atol=tol)
+        return
+    u, s, vt = got
+    k = min(m, n)
+    np.testing.assert_allclose(s, want_s, atol=tol)
+    assert u.shape == batch + (m, m if mode == "full" else k) and vt.shape == batch + (n if mode == "full" else k, n)
+    np.testing.assert_allclose((u[..., :, :k] * s[..., None, :]) @ vt[..., :k, :], a, atol=tol)
+    np.testing.assert_allclose(np.swapaxes(u, -1, -2) @ u, np.broadcast_to(np.eye(u.shape[-1]), u.shape[:-2] +
+                               (u.shape[-1],) * 2), atol=tol)
+
+
 def test_a_solve_whose_operands_are_dead_temporaries_takes_them_over():
     """x = inv(a + 1) @ ... : the triangular solves overwrite b in place when b is a value no
     later step reads (donated), and read it first when it is (not donated)."""

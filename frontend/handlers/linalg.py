@@ -208,8 +208,10 @@ def lower_lapack(ctx, instr, operands):
         xs = [np.asarray(x) for x in arrays]
         like = [(shape[nb:], d.np) for shape, d in outs]
         return tuple(_per_matrix(lambda *m: fn(prefix, cfg, *m), xs, cores, like))
-    if routine in ("getrf", "potrf") and prefix in "sd":
-        opts = (("hlo", False), ("lower", cfg.get("uplo", 76) == 76)) if routine == "potrf" else ()
+    if routine in ("getrf", "potrf", "syevd", "gesdd") and prefix in "sd":
+        opts = {"potrf": (("hlo", False), ("lower", cfg.get("uplo", 76) == 76)),
+                "syevd": (("lower", cfg.get("uplo", 76) == 76), ("vectors", cfg.get("mode", 86) == 86)),
+                "gesdd": (("mode", cfg.get("mode", 65)),)}.get(routine, ())
         run_lapack = LapackCall(routine, prefix, opts, run_lapack)
     return _extern_result(ctx, instr, f"lapack-{routine}", list(operands), run_lapack,
                           (("target", target), ("config", tuple(sorted(cfg.items())))))
