@@ -23,11 +23,10 @@ from __future__ import annotations
 import ctypes
 import logging
 import math
-import re
 from functools import cache
 
 from ..dsl.tensor import ExternOp, LapackCall
-from ..schedules.loops import Buffer, LoweredFunc, Seq
+from ..schedules.loops import Buffer, LoweredFunc, Seq, extern_args, extern_name
 from .build import Kernel
 from .codegen.c import CRenderer
 from .cpu import Library, compile_c
@@ -212,9 +211,8 @@ def _prototype(routine: str, t: str) -> str:
 def lapack_source(op: ExternOp, target: Target) -> tuple[LoweredFunc, str]:
     """The lowered signature and the C source of extern op ``op`` (its ``fn`` a LapackCall)."""
     spec: LapackCall = op.fn
-    name = "hl_" + re.sub(r"[^0-9a-zA-Z_]", "_", op.name)
-    ins = [Buffer(f"in{k}", x.dtype, tuple(x.shape), "arg") for k, x in enumerate(op.inputs)]
-    outs = [Buffer(f"out{k}", d, tuple(s), "arg") for k, (d, s) in enumerate(zip(op.out_dtypes, op.out_shapes))]
+    name = extern_name(op)
+    ins, outs = extern_args(op)
     fn = LoweredFunc(name, tuple(ins + outs), len(ins), Seq(()))
     r = CRenderer(target.hardware)
     n = {b: r.name(b, b.name) for b in ins + outs}

@@ -18,14 +18,13 @@ cannot be exported.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 
 import numpy as np
 
 from ..dsl import dtypes as dt
 from ..dsl.tensor import Conditional, ExternOp
-from ..schedules.loops import Buffer, LoweredFunc, Seq
+from ..schedules.loops import Buffer, LoweredFunc, Seq, extern_args, extern_name
 from .build import Kernel
 from .codegen.c import CRenderer
 from .cpu import Library, compile_c
@@ -76,9 +75,8 @@ def build_conditional(op: ExternOp, target: Target, subgraph: Subgraph) -> Neste
     graphs = [subgraph(list(outs), None) for outs, _, _ in spec.branches]
     if any(g is None for g in graphs):
         return None
-    name = "hl_" + re.sub(r"[^0-9a-zA-Z_]", "_", op.name)
-    ins = [Buffer(f"in{k}", x.dtype, tuple(x.shape), "arg") for k, x in enumerate(op.inputs)]
-    outs = [Buffer(f"out{k}", d, tuple(s), "arg") for k, (d, s) in enumerate(zip(op.out_dtypes, op.out_shapes))]
+    name = extern_name(op)
+    ins, outs = extern_args(op)
     table = table_buffer(len(graphs))
     fn = LoweredFunc(name, (*ins, table, *outs), len(ins) + 1, Seq(()))
     r = CRenderer(target.hardware)

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 
 from ..dsl import dtypes as dt
 from ..dsl.expr import AxisKind, IterVar
 from ..dsl.tensor import ExternOp, SortCall
-from ..schedules.loops import Buffer, LoweredFunc, Seq
+from ..schedules.loops import Buffer, LoweredFunc, Seq, extern_args, extern_name
 from .build import Kernel
 from .codegen.c import CRenderer
 from .cpu import Library, compile_c
@@ -161,9 +160,8 @@ def _finish(key, bits: int, store: str) -> list[str]:
 def sort_source(op: ExternOp, target: Target) -> tuple[LoweredFunc, str]:
     """The lowered signature and the C source of extern op ``op`` (its ``fn`` a SortCall)."""
     spec: SortCall = op.fn
-    name = "hl_" + re.sub(r"[^0-9a-zA-Z_]", "_", op.name)
-    ins = [Buffer(f"in{k}", x.dtype, tuple(x.shape), "arg") for k, x in enumerate(op.inputs)]
-    outs = [Buffer(f"out{k}", d, tuple(s), "arg") for k, (d, s) in enumerate(zip(op.out_dtypes, op.out_shapes))]
+    name = extern_name(op)
+    ins, outs = extern_args(op)
     fn = LoweredFunc(name, tuple(ins + outs), len(ins), Seq(()))
     r = CRenderer(target.hardware)
     for b in ins + outs:

@@ -3,7 +3,8 @@
 A ``while`` extern op (``dsl.tensor.WhileLoop``) becomes one C source: the condition and body
 functions, each scheduled like any segment, and a driver. A condition or body holding extern
 ops (a sort, a LAPACK call, a conditional, an inner loop) is compiled as a graph of its own and
-called through ``runtime.nested``'s address table, when all its steps are C kernels. The loop's ``LoopState`` sorts the state elements:
+called through ``runtime.nested``'s address table, when all its steps are C kernels. The loop's
+``LoopState`` sorts the state elements:
 
 - *kept* (the body passes them through: a scan's inputs, weights): read from the input array
   itself, never copied inside the loop;
@@ -28,12 +29,11 @@ Python. A loop whose condition or body has a host step runs on the host.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..dsl.tensor import ExternOp, Graph, WhileLoop
-from ..schedules.loops import Buffer, LoweredFunc, Seq
+from ..schedules.loops import Buffer, LoweredFunc, Seq, extern_name
 from ..schedules.lower import lower
 from .build import Kernel, check_scratch
 from .codegen.c import CRenderer
@@ -171,7 +171,7 @@ def build_while(op: ExternOp, target: Target, schedule_fn: Callable[[Graph], obj
     cg, bg = Graph(list(loop.cond_outs)), Graph(plan.outs)
     if cg.outputs[0].shape not in ((), (1,)):
         return None
-    base = "hl_" + re.sub(r"[^0-9a-zA-Z_]", "_", op.name)
+    base = extern_name(op)
     state = [Buffer(f"s{i}", d, tuple(shp), "arg") for i, (d, shp) in enumerate(zip(op.out_dtypes, op.out_shapes))]
     res = [Buffer(f"r{i}", b.dtype, b.shape, "arg") for i, b in enumerate(state)]
     nested = [g for g in (cg, bg) if g.extern_ops]

@@ -10,6 +10,7 @@ Buffer reads inside expressions are ``Expr(Op.LOAD, dtype, indices, buffer)``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -220,6 +221,20 @@ def walk_stmts(s: Stmt):
     yield s
     for c in stmt_children(s):
         yield from walk_stmts(c)
+
+
+def extern_name(op) -> str:
+    """The C name of the kernel computing extern op ``op``: ``hl_`` and its name, every character
+    outside ``[0-9a-zA-Z_]`` as ``_``."""
+    return "hl_" + re.sub(r"[^0-9a-zA-Z_]", "_", op.name)
+
+
+def extern_args(op) -> tuple[list[Buffer], list[Buffer]]:
+    """The argument buffers of a kernel computing extern op ``op``: ``in{k}`` per input and
+    ``out{k}`` per output, of their shapes and dtypes."""
+    ins = [Buffer(f"in{k}", x.dtype, tuple(x.shape), "arg") for k, x in enumerate(op.inputs)]
+    outs = [Buffer(f"out{k}", d, tuple(s), "arg") for k, (d, s) in enumerate(zip(op.out_dtypes, op.out_shapes))]
+    return ins, outs
 
 
 def stmt_str(s: Stmt, depth: int = 0) -> str:

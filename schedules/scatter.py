@@ -17,7 +17,7 @@ from ..dsl import dtypes as dt
 from ..dsl.expr import AxisKind, Expr, IterVar, binary, cast, const, substitute
 from ..dsl.ops import Op
 from ..dsl.tensor import ExternOp, Scatter
-from .loops import Buffer, For, If, Let, LoopKind, LoweredFunc, Store, seq
+from .loops import For, If, Let, LoopKind, LoweredFunc, Store, extern_args, seq
 
 
 def _nest(extents, body_fn, prefix: str):
@@ -42,8 +42,7 @@ def scatter_func(op: ExternOp, name: str) -> LoweredFunc:
     spec: Scatter = op.fn
     n = spec.n
     uwd, iwd, sdod, ivd, ibd, sibd = spec.dims
-    ins = [Buffer(f"in{k}", t.dtype, t.shape, "arg") for k, t in enumerate(op.inputs)]
-    outs = [Buffer(f"out{k}", d, tuple(s), "arg") for k, (d, s) in enumerate(zip(op.out_dtypes, op.out_shapes))]
+    ins, outs = extern_args(op)
     xs, ind, ups = ins[:n], ins[n], ins[n + 1:]
     shape, ushape = outs[0].shape, ups[0].shape
     copy = [_nest(shape, lambda i, k=k: Store(outs[k], tuple(i), xs[k].load(i)), f"c{k}_") for k in range(n)]

@@ -110,15 +110,21 @@ SPECIAL = [0.0, -0.0, np.inf, -np.inf, 1.5, -1.5, 2.0]
 NANS = [np.nan, -np.nan]
 
 
-@settings(max_examples=60, deadline=None)
-@given(kind=st.sampled_from(sorted(COMPARATORS)), rows=st.integers(1, 3), cols=st.integers(1, 12),
-       dim=st.integers(0, 1), data=st.data())
-def test_lexsort_matches_pairwise_comparator(kind, rows, cols, dim, data):
+def draw_inputs(data, kind: str, rows: int, cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """``sort_module``'s x (special values, NaNs where ``kind`` orders them) and k (ties)."""
     pool = SPECIAL + (NANS if COMPARATORS[kind][1] else [])
     x = np.array(data.draw(st.lists(st.sampled_from(pool), min_size=rows * cols, max_size=rows * cols)),
                  np.float32).reshape(rows, cols)
     k = np.array(data.draw(st.lists(st.integers(0, 2), min_size=rows * cols, max_size=rows * cols)),
                  np.int32).reshape(rows, cols)
+    return x, k
+
+
+@settings(max_examples=60, deadline=None)
+@given(kind=st.sampled_from(sorted(COMPARATORS)), rows=st.integers(1, 3), cols=st.integers(1, 12),
+       dim=st.integers(0, 1), data=st.data())
+def test_lexsort_matches_pairwise_comparator(kind, rows, cols, dim, data):
+    x, k = draw_inputs(data, kind, rows, cols)
     text = sort_module(kind, (rows, cols), dim)
     fast, ref = run(text, x, k), _pairwise(text, x, k)
     np.testing.assert_array_equal(fast[2], ref[2], err_msg=f"{kind}: permutation")

@@ -14,7 +14,7 @@ from hlotune.runtime.module import CompiledGraph
 from hlotune.runtime.targets import get_target
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_sort import COMPARATORS, NANS, SPECIAL, _pairwise, sort_module
+from test_sort import COMPARATORS, NANS, SPECIAL, _pairwise, draw_inputs, sort_module
 
 import hlotune
 
@@ -101,11 +101,7 @@ def test_compiled_comparators_match_the_pairwise_comparator(kind, rows, cols, di
     """Every key form the comparator recogniser reads (XLA's expanded total order, JAX's NaN and
     zero canonicalization, integer keys, several keys) sorts as the comparator applied pair by
     pair on the host."""
-    pool = SPECIAL + (NANS if COMPARATORS[kind][1] else [])
-    x = np.array(data.draw(st.lists(st.sampled_from(pool), min_size=rows * cols, max_size=rows * cols)),
-                 np.float32).reshape(rows, cols)
-    k = np.array(data.draw(st.lists(st.integers(0, 2), min_size=rows * cols, max_size=rows * cols)),
-                 np.int32).reshape(rows, cols)
+    x, k = draw_inputs(data, kind, rows, cols)
     text = sort_module(kind, (rows, cols), dim)
     low = lower_module(parse_hlo(text, file="t.hlo"))
     g = CompiledGraph(low.outputs, low.params, get_target("cpu"))

@@ -187,7 +187,8 @@ def _as_select(ctx, instr, index, branches, args):
 def lower_conditional(ctx, instr, operands):
     """``conditional`` on a pred (true, false branch) or an s32 index (out of range: the last
     branch): a constant index inlines its branch; else a select of the branches
-    (``_as_select``), else an extern op running one branch (compiled: runtime/nested.py): https://openxla.org/xla/operation_semantics#conditional"""
+    (``_as_select``), else an extern op running one branch (compiled: runtime/nested.py):
+    https://openxla.org/xla/operation_semantics#conditional"""
     branches = instr.attr("branch_computations")
     if branches is None:
         branches = (instr.attr("true_computation"), instr.attr("false_computation"))

@@ -3,10 +3,10 @@ shared library loaded with ctypes; timed by an in-C loop around the kernel."""
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from ...dsl.errors import TargetError
+from ...schedules.loops import extern_name
 from ...schedules.scatter import scatter_func
 from ..build import Kernel, check_scratch
 from ..codegen.c import render_c
@@ -55,7 +55,7 @@ class CPUBackend(Backend):
         return Kernel(fn, src, Library(compile_c(src, target.compiler)), target)
 
     def compile_scatter(self, op, target):
-        return self.build(scatter_func(op, "hl_" + re.sub(r"[^0-9a-zA-Z_]", "_", op.name)), target)
+        return self.build(scatter_func(op, extern_name(op)), target)
 
     def compile_lapack(self, op, target):
         from ..lapack import build_lapack
