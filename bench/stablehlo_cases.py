@@ -19,11 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Case", "Check", "HarnessError", "compare", "harness", "split_cases"]
+__all__ = ["Case", "Check", "HarnessError", "compare", "harness", "queue_module", "split_cases"]
 
 _OPEN = {"<": ">", "[": "]", "(": ")", "{": "}"}
 _CHECK_RE = re.compile(r"\bcheck\.(expect_\w+)\b")
 _FUNC_RE = re.compile(r"func\.func\s+(?:public\s+|private\s+)?@([\w$.\-]+)\s*\(")
+_RUN_PARALLEL_RE = re.compile(r'"interpreter\.run_parallel"\s*(\([^)]*\))\s*(\{[^}]*\})\s*:')
 
 
 class HarnessError(Exception):
@@ -51,7 +52,7 @@ class Case:
         programs), 'single-run-parallel' (``run_parallel`` over one program: one device, fed by
         the interpreter's infeed/outfeed queues), 'probe' or 'no-check'."""
         if "interpreter.run_parallel" in self.text:
-            m = re.search(r"programs\s*=\s*(\[\[.*?\]\])", self.text, re.S)
+            m = re.search(r"programs\s*=\s*(\[\[.*?\]\])", self.text, re.DOTALL)
             return "multi-device" if m is None or m[1].count("@") > 1 else "single-run-parallel"
         if "expect_serialized_eq" in self.text or "interpreter.probe" in self.text:
             return "probe"
@@ -180,14 +181,49 @@ def _parse_check(op: str, stmt: str) -> dict:
     return out
 
 
+def _one_program(text: str) -> tuple[str, list[str]]:
+    """``text`` with ``interpreter.run_parallel`` over one program replaced by a call of that
+    program, and the functions whose results fill the infeed queue, in order."""
+    queues: list[str] = []
+
+    def call(m):
+        programs = re.search(r"programs\s*=\s*\[\[\s*@([\w$.\-]+)\s*\]\]", m[2])
+        if programs is None:
+            raise HarnessError("run_parallel over several programs")
+        feed = re.search(r"infeed\s*=\s*\[([^\]]*)\]", m[2])
+        queues.extend(re.findall(r"@([\w$.\-]+)", feed[1]) if feed else [])
+        return f"func.call @{programs[1]}{m[1]} :"
+    return _RUN_PARALLEL_RE.sub(call, text), queues
+
+
+def queue_module(case: Case) -> list[str]:
+    """For a case that runs one program through ``run_parallel``: one module text per
+    function feeding its infeed queue, that function as ``@main`` (the others dropped)."""
+    text = case.text
+    _, queues = _one_program(text)
+    funcs = _functions(text)
+    out = []
+    for q in queues:
+        f = next((f for f in funcs if f[0] == q), None)
+        if f is None:
+            raise HarnessError(f"no function @{q} for the infeed queue")
+        out.append("func.func @main" + text[text.index("(", f[1]):f[3]] + "\n")
+    return out
+
+
 def harness(case: Case, parse_literal) -> tuple[str, list[Check]]:
     """The module text of ``case`` with ``@main`` (its test function) returning the checked
-    values, and the checks; other test functions of the section are dropped.
+    values, and the checks; other test functions of the section are dropped. A
+    ``run_parallel`` over one program becomes a call of that program (see
+    :func:`queue_module` for its infeed queue).
     ``parse_literal(text, type)`` gives the numpy value of an expected ``dense<...>`` literal."""
     text = case.text
     funcs = _functions(text)
     tests = [f for f in funcs if _CHECK_RE.search(text, f[2], f[3])]
     test = next((f for f in tests if f[0] == case.func), None)
+    if test is None and case.kind == "single-run-parallel":
+        tests = [f for f in funcs if "interpreter.run_parallel" in text[f[2]:f[3]]][:1]
+        test = tests[0] if tests else None
     if test is None:
         raise HarnessError("no test function with check ops")
     name, head, body_open, body_end = test
@@ -205,6 +241,9 @@ def harness(case: Case, parse_literal) -> tuple[str, list[Check]]:
         return len(results) - 1
 
     cuts = []
+    if "interpreter.run_parallel" in body:
+        body, _ = _one_program(body)
+        found = list(_CHECK_RE.finditer(body))
     for f in found:
         end = _statement_end(body, f.end())
         parts = _parse_check(f[1], body[f.end():end])
@@ -225,7 +264,8 @@ def harness(case: Case, parse_literal) -> tuple[str, list[Check]]:
         raise HarnessError("the test function has no return")
     r = rets[-1]
     types = ", ".join(t for _, t in results)
-    body = body[:r.start()] + f"func.return {', '.join(v for v, _ in results)} : {types}" + body[r.end():]
+    ret = f"func.return {', '.join(v for v, _ in results)} : {types}" if results else "func.return"
+    body = body[:r.start()] + ret + body[r.end():]
     pieces, pos = [], 0
     for f in funcs:
         if f is test:

@@ -12,7 +12,8 @@ its ``check`` ops test (bench/stablehlo_cases.py), is compiled for ``--target`` 
   cannot parse), the reason names it;
 * error: anything else (an untyped exception, a C compiler error, a crash, a timeout).
 
-Cases on several devices (``interpreter.run_parallel``), probes (``interpreter.probe``) and
+A ``run_parallel`` over one program (infeed/outfeed cases) runs that program with its infeed
+queue filled by the case's queue functions. Cases on several devices, probes (``interpreter.probe``) and
 cases without checks (FileCheck tests of the interpreter's printing) are counted apart.
 Writes results/stablehlo_conformance.csv (one row per case) and .md (counts and reasons).
 """
@@ -30,7 +31,7 @@ from multiprocessing.connection import wait
 from pathlib import Path
 
 from .common import environment, md_table, write_results
-from .stablehlo_cases import Case, HarnessError, compare, harness, split_cases
+from .stablehlo_cases import Case, HarnessError, compare, harness, queue_module, split_cases
 
 DEFAULT_SUITE = Path(os.environ.get("STABLEHLO_INTERPRET_SUITE",
                                     "/work/.cache/stablehlo/stablehlo/tests/interpret"))
@@ -74,12 +75,14 @@ def run_case(case: Case, target: str) -> tuple[str, str, str]:
     from hlotune.dsl.errors import CompileError, HlotuneError
     try:
         text, checks = harness(case, parse_literal)
+        queues = queue_module(case) if case.kind == "single-run-parallel" else []
     except HarnessError as e:
         return "refused", f"harness: {e}", ""
     except HlotuneError as e:
         return "refused", f"expected value: {reason_of(e)}", ""
     try:
-        outputs = _evaluate(text, target)
+        infeed = [_evaluate(q, target)[0] for q in queues]
+        outputs = _evaluate(text, target, infeed)
     except CompileError as e:
         return "error", "C compiler error", str(e)[:400]
     except HlotuneError as e:
@@ -93,13 +96,17 @@ def run_case(case: Case, target: str) -> tuple[str, str, str]:
     return "pass", "", ""
 
 
-def _evaluate(text: str, target: str) -> list:
+def _evaluate(text: str, target: str, infeed=()) -> list:
+    """The results of ``text``'s ``@main`` (no arguments) on ``target``, its infeed queue
+    holding ``infeed`` (each value a one-element tuple of data)."""
     import hlotune
     m = hlotune.load_hlo(text)
     if target == "reference":
         from hlotune.dsl.reference import evaluate
-        return evaluate(list(m.outputs), [], list(m.params))
-    r = hlotune.compile(m, target=target)()
+        return evaluate(list(m.outputs), list(infeed), list(m.params))
+    c = hlotune.compile(m, target=target)
+    c.infeed.extend(infeed)
+    r = c()
     return list(r) if isinstance(r, tuple) else [r]
 
 
@@ -237,12 +244,9 @@ def main(argv=None):
                      "seconds": round(seconds, 3)})
         print(f"{status:8s} {case.name}  {reason}", flush=True)
 
-    runnable = [c for c in cases if c.kind == "single"]
+    runnable = [c for c in cases if c.kind in SINGLE]
     for c in cases:
-        if c.kind == "single-run-parallel":    # one device, but fed through the interpreter's queues
-            record(c, "refused", "infeed/outfeed through the interpreter's queues (run_parallel over one "
-                   "program): hlotune refuses infeed and outfeed", "", 0.0)
-        elif c.kind != "single":
+        if c.kind not in SINGLE:
             record(c, "excluded", c.kind, "", 0.0)
     pool = _Pool(max(1, args.jobs), args.target, args.timeout)
     try:

@@ -63,6 +63,10 @@ class LoweredModule:
     outputs: tuple[Tensor, ...]
     tuple_result: bool
     module: HloModule
+    #: data shape of each ``infeed`` in program order; their leaves are the last parameters
+    infeed: tuple = ()
+    #: data shape of each ``outfeed`` in program order; their leaves are the last outputs
+    outfeed: tuple = ()
 
 
 class LowerContext:
@@ -78,6 +82,14 @@ class LowerContext:
         self.updates: dict = {}
         #: how many while loops enclose what is being lowered
         self.loop_depth = 0
+        #: how many sub-computations lowered on their own (loop bodies, branches, reducers)
+        #: enclose what is being lowered; feeds are refused there
+        self.nested = 0
+        #: (data shape, leaf placeholders) of each infeed, and (data shape, leaf tensors) of
+        #: each outfeed, in program order (see ``handlers.collective``)
+        self.infeeds: list[tuple] = []
+        self.outfeeds: list[tuple] = []
+        self._effects: dict[str, bool] = {}
 
     def operand_instr(self, instr: Instruction, k: int) -> Instruction:
         """The instruction defining operand ``k`` of ``instr`` (for its shape and layout)."""
@@ -97,6 +109,8 @@ class LowerContext:
         flat: list[Tensor] = []
 
         def make(shape, name, instr):
+            if not shape.is_tuple and shape.is_token:
+                return ()           # a token orders side effects and holds no data
             if shape.is_tuple:
                 return tuple(make(s, f"{name}.{k}", instr) for k, s in enumerate(shape.elements))
             t = placeholder(shape.dims, common.dtype_of(self, instr, shape), name)
@@ -113,7 +127,11 @@ class LowerContext:
         comp = self.computation(name)
         if comp.name not in self._graphs:
             values, flat = self.param_values(comp)
-            root = lower_computation(self.module, comp, values, self)
+            self.nested += 1
+            try:
+                root = lower_computation(self.module, comp, values, self)
+            finally:
+                self.nested -= 1
             outs = [common.ew(comp.root_instruction, o.shape, lambda *i, o=o: o[i])
                     if isinstance(o.op, PlaceholderOp) else o for o in common.flatten(root)]
             self._graphs[comp.name] = (flat, outs, root)
@@ -129,7 +147,11 @@ class LowerContext:
                     raise common.unsupported(self, instr, f"computation '{comp.name}' must take "
                                                           "scalar parameters")
             values, flat = self.param_values(comp)
-            root = lower_computation(self.module, comp, values, self)
+            self.nested += 1
+            try:
+                root = lower_computation(self.module, comp, values, self)
+            finally:
+                self.nested -= 1
             self._scalar_fns[comp.name] = (flat, common.flatten(root))
         flat, outs = self._scalar_fns[comp.name]
 
@@ -144,6 +166,21 @@ class LowerContext:
             return res
         return fn
 
+    def has_effects(self, instr: Instruction) -> bool:
+        """Whether ``instr`` is an infeed or outfeed, or inlines a computation holding one: it
+        is lowered even when its result is unused, in program order."""
+        if instr.opcode in ("infeed", "outfeed"):
+            return True
+        if instr.opcode not in ("call", "fusion"):
+            return False
+        name = instr.attr("to_apply") or instr.attr("calls")
+        name = name[0] if isinstance(name, tuple) else name
+        if not isinstance(name, str) or name not in self._effects:
+            self._effects[name] = False         # recursion guard
+            comp = self.computation(name) if isinstance(name, str) else None
+            self._effects[name] = comp is not None and any(self.has_effects(i) for i in comp.instructions)
+        return self._effects[name]
+
 
 def lower_computation(module: HloModule, computation: Computation, arg_tensors: Sequence,
                       ctx: LowerContext | None = None):
@@ -156,8 +193,10 @@ def lower_computation(module: HloModule, computation: Computation, arg_tensors: 
                                         f"{len(computation.params)} arguments, got {len(arg_tensors)}")
     values: dict[str, object] = {p.name: a for p, a in zip(computation.params, arg_tensors)}
     by_name = computation.by_name
-    # iterative post-order from the root: only live instructions are lowered
-    stack: list[tuple[str, bool]] = [(computation.root, False)]
+    # iterative post-order from the root and from each side effect (infeed, outfeed), which
+    # come first in program order: only those and live instructions are lowered
+    effects = [i.name for i in computation.instructions if ctx.has_effects(i)]
+    stack: list[tuple[str, bool]] = [(n, False) for n in [computation.root, *reversed(effects)]]
     while stack:
         name, ready = stack.pop()
         if name in values:
@@ -177,7 +216,7 @@ def lower_computation(module: HloModule, computation: Computation, arg_tensors: 
             values[name] = handler(ctx, instr, [values[o] for o in instr.operands])
         except HlotuneError:
             raise
-        except Exception as e:  # noqa: BLE001  (the module was verified: a handler bug, reported as one)
+        except Exception as e:
             raise InternalError(f"lowering '{instr.opcode}' instruction '{instr.name}'", e, line=instr.line or None,
                                 file=ctx.file) from e
         log.debug("lowered %s = %s", name, instr.opcode)
@@ -193,7 +232,10 @@ def lower_module(module: HloModule) -> LoweredModule:
     values, flat = ctx.param_values(entry)
     root = lower_computation(module, entry, values, ctx)
     outs = tuple(common.flatten(root))
-    return LoweredModule(tuple(flat), outs, isinstance(root, tuple), module)
+    feeds_in = [t for _, leaves in ctx.infeeds for t in leaves]
+    feeds_out = tuple(t for _, leaves in ctx.outfeeds for t in leaves)
+    return LoweredModule(tuple(flat) + tuple(feeds_in), outs + feeds_out, isinstance(root, tuple), module,
+                         tuple(s for s, _ in ctx.infeeds), tuple(s for s, _ in ctx.outfeeds))
 
 
 #: opcodes that run as extern ops (host implementations), not loop nests

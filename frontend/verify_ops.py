@@ -4,8 +4,8 @@ stochastic-convert, dynamic-reshape, ragged-dot, scan, collectives, tokens and a
 
 Each checks what XLA's shape inference checks and the declared shape it implies. The rules of
 collectives only check that their values are arrays: their shapes depend on the device count,
-which lowering checks (and refuses, naming why, beyond one device); refused ops (send, infeed,
-...) have no rule to pass, so lowering's reason reaches the user.
+which lowering checks (and refuses, naming why, beyond one device); refused ops (send, recv)
+have no rule to pass, so lowering's reason reaches the user. Feeds take and give a token.
 """
 
 from __future__ import annotations
@@ -242,7 +242,29 @@ def same_as_operand(v, ins, ops):
 
 
 def anything(v, ins, ops):
-    """Ops whose lowering refuses them with the reason (send, recv, infeed, outfeed)."""
+    """Ops whose lowering refuses them with the reason (send, recv)."""
+
+
+def _is_token(s) -> bool:
+    return not s.is_tuple and s.is_token
+
+
+def infeed(v, ins, ops):
+    """``infeed(token) -> (data, token)``; data holds no token."""
+    n_operands(ops, 1)
+    check(_is_token(ops[0]), f"takes a token, got {plain(ops[0])}")
+    s = ins.shape
+    check(s.is_tuple and len(s.elements) == 2 and _is_token(s.elements[1]),
+          f"returns (data, token), got {s}")
+    check(all(not x.is_token for x in leaves(s.elements[0])), f"its data holds a token: {s}")
+
+
+def outfeed(v, ins, ops):
+    """``outfeed(data, token) -> token``."""
+    n_operands(ops, 2)
+    check(_is_token(ops[1]), f"takes a token as operand 1, got {plain(ops[1])}")
+    check(all(not x.is_token for x in leaves(ops[0])), f"its data holds a token: {ops[0]}")
+    expect(ins, TOKEN)
 
 
 RULES = {f"chlo.{op}": float_unary for op in _FLOAT_UNARY}
@@ -263,4 +285,5 @@ RULES.update({op: arrays_only for op in (
     "all-reduce", "all-gather", "reduce-scatter", "all-to-all", "collective-broadcast", "collective-reduce",
     "all-reduce-start", "all-gather-start", "all-reduce-done", "all-gather-done", "collective-permute",
     "collective-permute-start", "collective-permute-done")})
-RULES.update({op: anything for op in ("send", "send-done", "recv", "recv-done", "infeed", "outfeed")})
+RULES.update({op: anything for op in ("send", "send-done", "recv", "recv-done")})
+RULES.update({"infeed": infeed, "outfeed": outfeed})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 from dataclasses import dataclass
@@ -18,8 +19,11 @@ __all__ = ["CompiledModule", "Module", "check_tune_args", "compile", "jit", "loa
 class Module:
     """A parsed HLO module lowered to tensor expressions.
 
-    ``params``: the entry parameters as placeholders (in parameter order); ``outputs``: the
-    entry result flattened; ``tuple_result``: whether the result is a tuple.
+    ``params``: the entry parameters as placeholders (in parameter order), then one per leaf of
+    each infeed's data (``infeed.k...``, in program order); ``outputs``: the entry result
+    flattened, then the leaves of each outfeed's data; ``tuple_result``: whether the result is a
+    tuple. ``CompiledModule`` feeds the infeed parameters from its queue and queues the outfeed
+    outputs.
     """
 
     name: str
@@ -45,15 +49,39 @@ class Module:
         return self.lowered.tuple_result
 
     @property
+    def infeed(self) -> tuple:
+        """The data shape of each ``infeed``, in the order the module reads its queue."""
+        return self.lowered.infeed
+
+    @property
+    def outfeed(self) -> tuple:
+        """The data shape of each ``outfeed``, in the order the module writes its queue."""
+        return self.lowered.outfeed
+
+    @property
+    def n_entry_params(self) -> int:
+        """The entry parameters (``params`` less the infeed leaves)."""
+        return len(self.params) - sum(len(_shape_leaves(s)) for s in self.infeed)
+
+    @property
+    def n_entry_outputs(self) -> int:
+        """The entry result's leaves (``outputs`` less the outfeed leaves)."""
+        return len(self.outputs) - sum(len(_shape_leaves(s)) for s in self.outfeed)
+
+    @property
     def ops(self):
         """The entry computation's instructions."""
         return self.hlo.entry_computation.instructions
 
     @property
     def signature(self) -> str:
-        ins = ", ".join(f"{t.name}: {t.dtype}{list(t.shape)}" for t in self.params)
-        outs = ", ".join(f"{t.dtype}{list(t.shape)}" for t in self.outputs)
-        return f"{self.name}({ins}) -> ({outs})" if self.tuple_result else f"{self.name}({ins}) -> {outs}"
+        ins = ", ".join(f"{t.name}: {t.dtype}{list(t.shape)}" for t in self.params[:self.n_entry_params])
+        outs = ", ".join(f"{t.dtype}{list(t.shape)}" for t in self.outputs[:self.n_entry_outputs])
+        text = f"{self.name}({ins}) -> ({outs})" if self.tuple_result else f"{self.name}({ins}) -> {outs}"
+        for what, shapes in (("infeed", self.infeed), ("outfeed", self.outfeed)):
+            if shapes:
+                text += f"; {what} " + ", ".join(str(s) for s in shapes)
+        return text
 
     def random_inputs(self, seed: int = 0) -> list[np.ndarray]:
         """Random arrays matching the entry parameters (ints in [0, 8), bools random)."""
@@ -165,8 +193,8 @@ def load_hlo(path_or_text, *example_args, **example_kwargs) -> Module:
         from .dsl.errors import ConfigError
         raise ConfigError("example arguments are for JAX functions; module text or a path takes none")
     from .dsl.errors import HloParseError
-    from .frontend.read import load_module_file, parse_module_text
     from .frontend.lower import lower_module
+    from .frontend.read import load_module_file, parse_module_text
     file = None
     if _is_path(path_or_text):
         file = os.fspath(path_or_text)
@@ -183,20 +211,74 @@ def load_hlo(path_or_text, *example_args, **example_kwargs) -> Module:
     return Module(hlo.name, hlo, lowered, file)
 
 
+def _shape_leaves(shape) -> list:
+    return [x for e in shape.elements for x in _shape_leaves(e)] if shape.is_tuple else [shape]
+
+
+def _feed_leaves(value, shape, top: bool = True) -> list:
+    """The leaf arrays of one queued infeed value for data ``shape`` (a tuple of one element
+    may be given as that element)."""
+    from .dsl.errors import KernelArgumentError
+    if shape.is_tuple:
+        if top and len(shape.elements) == 1 and not isinstance(value, (tuple, list)):
+            value = (value,)
+        if not isinstance(value, (tuple, list)) or len(value) != len(shape.elements):
+            raise KernelArgumentError(f"an infeed value for {shape} is a tuple of {len(shape.elements)}, "
+                                      f"got {type(value).__name__}")
+        return [x for v, e in zip(value, shape.elements) for x in _feed_leaves(v, e, False)]
+    return [value if isinstance(value, np.ndarray) else np.asarray(value, shape.numpy_dtype)]
+
+
+def _feed_value(leaves: list, shape, top: bool = True):
+    """The value of one outfeed from its leaf arrays (consumed from ``leaves``); a tuple of one
+    element is that element."""
+    if not shape.is_tuple:
+        return leaves.pop(0)
+    v = tuple(_feed_value(leaves, e, False) for e in shape.elements)
+    return v[0] if top and len(v) == 1 else v
+
+
 class CompiledModule:
     """A module compiled for a target; call it with one array per entry parameter, positional
     or by keyword (any name ``Module.param_keys`` gives it); a Python number may stand for a
     scalar parameter (converted to its dtype, as JAX does for weakly typed scalars). Returns one
-    array, or a tuple for a tuple result."""
+    array, or a tuple for a tuple result.
+
+    A module with ``infeed``s reads one value per infeed and call from the queue ``infeed``
+    (append values before the call; a tuple for a tuple of data), and each ``outfeed`` appends
+    its data to the queue ``outfeed`` (XLA's ``transfer_to_infeed``/``transfer_from_outfeed``).
+    Infeed values may instead be given as the ``infeed.k...`` parameters."""
 
     def __init__(self, module: Module, target="cpu", schedule_fn=None):
         self.module = module
         self.graph = CompiledGraph(module.outputs, module.params, target, schedule_fn)
         self.target = self.graph.target
+        self.infeed: collections.deque = collections.deque()
+        self.outfeed: collections.deque = collections.deque()
 
     def __call__(self, *arrays, **named):
-        r = self.graph(*self.module.bind(arrays, named))
-        if self.module.tuple_result and not isinstance(r, tuple):
+        m = self.module
+        n_feeds = len(m.infeed)
+        take = n_feeds and len(arrays) + len(named) + len(m.bound or ()) <= m.n_entry_params
+        if take:
+            from .dsl.errors import KernelArgumentError
+            if len(self.infeed) < n_feeds:
+                raise KernelArgumentError(f"{m.name} reads {n_feeds} value(s) from its infeed queue, which "
+                                          f"holds {len(self.infeed)}: append them to .infeed before the call")
+            leaves = [x for v, s in zip(list(self.infeed)[:n_feeds], m.infeed) for x in _feed_leaves(v, s)]
+            named = {**named, **{f"arg{m.n_entry_params + j}": a for j, a in enumerate(leaves)}}
+        values = m.bind(arrays, named)
+        for _ in range(n_feeds if take else 0):
+            self.infeed.popleft()
+        r = self.graph(*values)
+        if m.outfeed:
+            r = list(r) if isinstance(r, tuple) else [r]
+            fed = r[m.n_entry_outputs:]
+            self.outfeed.extend(_feed_value(fed, s) for s in m.outfeed)
+            r = tuple(r[:m.n_entry_outputs])
+            if len(r) == 1 and not m.tuple_result:
+                r = r[0]
+        if m.tuple_result and not isinstance(r, tuple):
             return (r,)
         return r
 

@@ -148,8 +148,11 @@ def cmd_run(args) -> int:
             ts.append(time.perf_counter() - a)
         print(f"time per call: median {statistics.median(ts) * 1e3:.3f} ms, min {min(ts) * 1e3:.3f} ms "
               f"over {args.repeat} calls")
+    fed = [x for v in cm.outfeed for x in (v if isinstance(v, tuple) else (v,))]
+    if m.outfeed:
+        print(f"outfeed: {len(cm.outfeed)} value(s), {len(fed)} array(s)" + (" (saved as outfeed0, ...)" if args.out else ""))
     if args.out:
-        np.savez(args.out, **{f"out{k}": o for k, o in enumerate(outs)})
+        np.savez(args.out, **{f"out{k}": o for k, o in enumerate(outs)}, **{f"outfeed{k}": o for k, o in enumerate(fed)})
         print(f"wrote {len(outs)} output(s) to {args.out}")
     if args.check:
         rows = check_outputs(outs, args.check, args.rtol, args.atol)
@@ -344,9 +347,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("module", help="HLO text file (.hlo) or StableHLO text file (.mlir)")
     r.add_argument("--target", default="cpu", help="cpu (default) or opencl[:P:D|:NAME] (see 'hlotune devices')")
     r.add_argument("--inputs", metavar="NPZ", help="npz with one array per parameter, named after the parameter "
-                   "(x.1, or x for JAX's x.1) or argK for parameter K (random inputs when omitted)")
+                   "(x.1, or x for JAX's x.1) or argK for parameter K (random inputs when omitted); the values "
+                   "a module reads with infeed are the parameters infeed.0..., infeed.1... (infeed.K.J for tuple data)")
     r.add_argument("--check", metavar="NPZ", help="npz with out0, out1, ... to compare the outputs against")
-    r.add_argument("--out", metavar="NPZ", help="write the outputs to this npz as out0, out1, ...")
+    r.add_argument("--out", metavar="NPZ", help="write the outputs to this npz as out0, out1, ... (and what the "
+                   "module wrote with outfeed as outfeed0, outfeed1, ...)")
     r.add_argument("--rtol", type=_number(False), help="relative tolerance for --check (default per dtype)")
     r.add_argument("--atol", type=_number(False), help="absolute tolerance for --check (default per dtype)")
     r.add_argument("--threads", type=_positive_int, help="CPU threads (default $HLOTUNE_THREADS, else every core; "
@@ -449,7 +454,7 @@ def main(argv=None) -> int:
     except sqlite3.Error as e:
         print(f"hlotune: error: tuning database: {e} (a corrupt file? give another --db)", file=sys.stderr)
         return 2
-    except Exception as e:  # noqa: BLE001  (anything else is a bug: said so, with a short traceback at -vv)
+    except Exception as e:
         logging.getLogger("hlotune").debug("internal error", exc_info=True)
         print(f"hlotune: {InternalError(f'running {args.command!r}', e)} (hlotune -vv ... shows the traceback)",
               file=sys.stderr)

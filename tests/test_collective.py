@@ -1,17 +1,17 @@
 """Collectives on one device (frontend/handlers/collective.py): all-reduce, all-gather,
 reduce-scatter, all-to-all, collective-broadcast and collective-permute (and their async halves)
 with their one-device meaning, in HLO and StableHLO as jax.shard_map prints them; several
-devices, send/recv and infeed/outfeed refused with the op, its line and why."""
+devices, send/recv refused with the op, its line and why (feeds: tests/test_feeds.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from hlotune.dsl.errors import UnsupportedOpError
+from hlotune.dsl.reference import evaluate
 from hlotune.frontend.lower import lower_module
 from hlotune.frontend.parser import parse_hlo
 from hlotune.frontend.stablehlo import parse_stablehlo
-from hlotune.dsl.reference import evaluate
 
 import hlotune
 
@@ -106,8 +106,8 @@ ENTRY e {
     (_permute("{{0,1},{1,0}}"), 4, "names devices other than 0"),
     (("HloModule s\nENTRY e {\n  t = token[] after-all()\n  s = (f32[4], u32[], token[]) send(t, t), "
       "channel_id=1\n  ROOT d = token[] send-done(s), channel_id=1\n}\n"), 4, "point-to-point"),
-    (("HloModule i\nENTRY e {\n  t = token[] after-all()\n  i = (f32[4], token[]) infeed(t)\n"
-      "  ROOT g = f32[4] get-tuple-element(i), index=0\n}\n"), 4, "host-to-device stream"),
+    (("HloModule r\nENTRY e {\n  t = token[] after-all()\n  r = (f32[4], u32[], token[]) recv(t), channel_id=1\n"
+      "  ROOT d = (f32[4], token[]) recv-done(r), channel_id=1\n}\n"), 4, "point-to-point transfer from"),
 ])
 def test_refusals_name_the_op_its_line_and_why(text, line, why):
     with pytest.raises(UnsupportedOpError, match=why) as e:
@@ -115,12 +115,12 @@ def test_refusals_name_the_op_its_line_and_why(text, line, why):
     assert e.value.line == line
 
 
-def test_stablehlo_infeed_is_refused_with_its_reason():
-    text = """func.func @main(%t: !stablehlo.token) -> tensor<4xf32> {
-      %0:2 = "stablehlo.infeed"(%t) {infeed_config = ""} : (!stablehlo.token) -> (tensor<4xf32>, !stablehlo.token)
-      return %0#0 : tensor<4xf32>
+def test_stablehlo_send_is_refused_with_its_reason():
+    text = """func.func @main(%x: tensor<4xf32>, %t: !stablehlo.token) -> !stablehlo.token {
+      %0 = "stablehlo.send"(%x, %t) {channel_handle = #stablehlo.channel_handle<handle = 1, type = 2>} : (tensor<4xf32>, !stablehlo.token) -> !stablehlo.token
+      return %0 : !stablehlo.token
     }"""
-    with pytest.raises(UnsupportedOpError, match="stablehlo.infeed.*host-to-device") as e:
+    with pytest.raises(UnsupportedOpError, match="stablehlo.send.*another device") as e:
         parse_stablehlo(text)
     assert e.value.line == 2
 

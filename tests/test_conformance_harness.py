@@ -52,7 +52,7 @@ module @cross_replica {
 
 def test_one_program_run_in_parallel_is_a_single_device_case():
     """infeed/outfeed cases run one program through run_parallel (for its queues): one device,
-    counted with the single-device cases (hlotune refuses them), not with the multi-device ones."""
+    counted with the single-device cases, not with the multi-device ones."""
     text = FILE.replace("programs=[[@f], [@f]]", "infeed=[@q], programs=[[@f]]")
     assert split_cases("y.mlir", text)[-1].kind == "single-run-parallel"
 
@@ -99,3 +99,39 @@ def test_check_rules_follow_the_check_dialect():
     a = np.array([1.0, 2.0], np.float16)
     assert compare(close, [a, np.nextafter(a, np.float16(3)).astype(np.float16)]) is None
     assert compare(Check("close", 0, 1, max_ulp=0), [a, np.nextafter(a, np.float16(3))]) is not None
+
+
+FEED_CASE = """module @distribution_ops {
+  func.func @feed(%token : !stablehlo.token) -> (tensor<2xi64>, !stablehlo.token, tensor<2xi64>, !stablehlo.token) {
+    %a:2 = "stablehlo.infeed"(%token) : (!stablehlo.token) -> (tensor<2xi64>, !stablehlo.token)
+    %b:2 = "stablehlo.infeed"(%token) : (!stablehlo.token) -> (tensor<2xi64>, !stablehlo.token)
+    func.return %a#0, %a#1, %b#0, %b#1 : tensor<2xi64>, !stablehlo.token, tensor<2xi64>, !stablehlo.token
+  }
+  func.func @q0() -> (tensor<2xi64>) {
+    %c = stablehlo.constant dense<[1, 2]> : tensor<2xi64>
+    func.return %c : tensor<2xi64>
+  }
+  func.func @q1() -> (tensor<2xi64>) {
+    %c = stablehlo.constant dense<[5, 6]> : tensor<2xi64>
+    func.return %c : tensor<2xi64>
+  }
+  func.func @main() {
+    %token = stablehlo.after_all : !stablehlo.token
+    %r:4 = "interpreter.run_parallel"(%token) {infeed=[@q0, @q1], programs=[[@feed]]} :
+        (!stablehlo.token) -> (tensor<2xi64>, !stablehlo.token, tensor<2xi64>, !stablehlo.token)
+    check.expect_eq_const %r#0, dense<[1, 2]> : tensor<2xi64>
+    check.expect_eq_const %r#2, dense<[5, 6]> : tensor<2xi64>
+    func.return
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("target", ["reference", "cpu"])
+def test_one_program_run_in_parallel_reads_its_queue_in_order(target):
+    (case,) = split_cases("feed.mlir", FEED_CASE)
+    assert case.kind == "single-run-parallel"
+    assert run_case(case, target) == ("pass", "", "")
+    (swapped,) = split_cases("feed.mlir", FEED_CASE.replace("infeed=[@q0, @q1]", "infeed=[@q1, @q0]"))
+    status, reason, detail = run_case(swapped, target)
+    assert (status, reason) == ("fail", "wrong answer") and "got np.int64(5)" in detail

@@ -448,8 +448,7 @@ def test_bad_operands_fail_in_lowering_with_the_op_line():
 
 
 @pytest.mark.parametrize("body,op", [
-    ('%0 = "stablehlo.outfeed"(%arg0) {outfeed_config = ""} : (tensor<4xf32>) -> tensor<4xf32>',
-     "stablehlo.outfeed"),
+    ('%0 = "stablehlo.recv"(%arg0) : (tensor<4xf32>) -> tensor<4xf32>', "stablehlo.recv"),
     ("%0 = stablehlo.constant dense_resource<__elided__> : tensor<4xf32>", "stablehlo.constant"),
 ])
 def test_unsupported_ops_are_named(body, op):

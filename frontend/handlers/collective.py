@@ -7,8 +7,15 @@ scattering over a group of one is the identity), and ``collective-permute`` copi
 when the device sends to itself and gives zeros when nothing is sent to it. Their async
 ``-start``/``-done`` halves do the same. A module configured for several replicas or
 partitions, or a group naming another device, raises :class:`UnsupportedOpError`; so do
-``send``/``recv``, ``infeed``/``outfeed`` and host callbacks, which need a peer device or a
-host stream that a compiled module does not have.
+``send``/``recv``, which need a peer device.
+
+``infeed`` and ``outfeed`` are the host's queues, as XLA's client has them
+(``transfer_to_infeed``/``transfer_from_outfeed``): each ``infeed`` reads the next queued value
+(in program order) and each ``outfeed`` queues its operand. hlotune lowers the k-th infeed to
+parameters ``infeed.k...`` after the entry parameters and each outfeed's operand to outputs after
+the entry results; ``hlotune.CompiledModule`` fills them from its ``infeed`` queue and moves them
+to its ``outfeed`` queue. A feed runs once per call, so one inside a while body, a conditional
+branch or a reducer (which run any number of times) is refused.
 https://openxla.org/xla/operation_semantics#allreduce
 """
 
@@ -17,6 +24,7 @@ from __future__ import annotations
 import re
 
 from ...dsl.expr import const
+from ...dsl.tensor import PlaceholderOp, placeholder
 from .common import dtype_of, ew, flatten, load, unsupported
 
 #: module attributes that give the replica and partition counts (HLO header, StableHLO)
@@ -28,10 +36,6 @@ REFUSED = {
     "send-done": "point-to-point transfer to another device; a module runs on one device",
     "recv": "point-to-point transfer from another device; a module runs on one device",
     "recv-done": "point-to-point transfer from another device; a module runs on one device",
-    "infeed": "reads a host-to-device stream that a compiled module has no host side for; pass "
-              "the data as a parameter",
-    "outfeed": "writes a device-to-host stream that a compiled module has no host side for; "
-               "return the data as a result",
 }
 
 
@@ -121,6 +125,49 @@ def lower_after_all(ctx, instr, operands):
     return ()
 
 
+def _feed_once(ctx, instr) -> None:
+    if ctx.nested:
+        raise unsupported(ctx, instr, "a feed inside a while body, a conditional branch or a reducer "
+                                      "runs any number of times; hlotune queues one value per feed and "
+                                      "call (feed the entry computation, or the computations it calls)")
+
+
+def lower_infeed(ctx, instr, operands):
+    """``infeed``: the next value of the host's infeed queue, as parameters ``infeed.k...``
+    (one per leaf of the data shape): ``(data, token)``.
+    https://openxla.org/xla/operation_semantics#infeed"""
+    _feed_once(ctx, instr)
+    shape = instr.shape
+    if not shape.is_tuple or len(shape.elements) != 2:
+        raise unsupported(ctx, instr, f"an infeed returns (data, token), got {shape}")
+    k = len(ctx.infeeds)
+    leaves = []
+
+    def make(s, name):
+        if s.is_tuple:
+            return tuple(make(e, f"{name}.{j}") for j, e in enumerate(s.elements))
+        if s.is_token:
+            return ()
+        t = placeholder(s.dims, dtype_of(ctx, instr, s), name)
+        leaves.append(t)
+        return t
+    data = make(shape.elements[0], f"infeed.{k}")
+    ctx.infeeds.append((shape.elements[0], leaves))
+    return (data, ())
+
+
+def lower_outfeed(ctx, instr, operands):
+    """``outfeed(data, token)``: ``data`` goes to the host's outfeed queue (outputs after the
+    entry results); a token. https://openxla.org/xla/operation_semantics#outfeed"""
+    _feed_once(ctx, instr)
+    data = operands[0]
+    shape = ctx.operand_instr(instr, 0).shape
+    leaves = [ew(instr, t.shape, lambda *i, t=t: load(t, i)) if isinstance(t.op, PlaceholderOp) else t
+              for t in flatten(data if isinstance(data, tuple) else (data,))]
+    ctx.outfeeds.append((shape, leaves))
+    return ()
+
+
 def _refuse(reason: str):
     def handler(ctx, instr, operands):
         raise unsupported(ctx, instr, reason)
@@ -136,6 +183,7 @@ HANDLERS.update({"all-reduce-done": lower_done, "all-gather-done": lower_done,
                  "collective-permute-start": lower_collective_permute,
                  "collective-permute-done": lower_done})
 HANDLERS.update({op: _refuse(why) for op, why in REFUSED.items()})
-HANDLERS.update({"after-all": lower_after_all, "create-token": lower_after_all})
+HANDLERS.update({"after-all": lower_after_all, "create-token": lower_after_all, "infeed": lower_infeed,
+                 "outfeed": lower_outfeed})
 
 __all__ = ["HANDLERS", "REFUSED"]
