@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..dsl import dtypes as dt
 from ..dsl.expr import Expr, as_expr, binary, rebuild
 from ..dsl.ops import Op
 
@@ -112,6 +113,55 @@ def static_range(e: Expr, ranges: dict) -> tuple[int, int] | None:
             return a0 // b0, a1 // b0
         return (a0, a1) if a1 < b0 else (0, b0 - 1)
     return None
+
+
+_ORDER = {Op.LT: (lambda a, b: a[1] < b[0], lambda a, b: a[0] >= b[1]),
+          Op.LE: (lambda a, b: a[1] <= b[0], lambda a, b: a[0] > b[1]),
+          Op.GT: (lambda a, b: a[0] > b[1], lambda a, b: a[1] <= b[0]),
+          Op.GE: (lambda a, b: a[0] >= b[1], lambda a, b: a[1] < b[0])}
+
+
+def fold_guards(e: Expr, ranges: dict) -> Expr:
+    """``e`` with each integer comparison that holds (or fails) for every value in ``ranges``
+    (IterVar -> (min, max)) replaced by its truth value, ``and``/``or`` and ``select`` on such
+    values by their outcome, and an integer ``min``/``max`` whose order is decided by its
+    operand: the padding guards and clamps of a pack whose region lies inside the tensor."""
+    memo: dict[int, Expr] = {}
+
+    def truth(x: Expr):
+        return bool(x.arg) if x.op is Op.CONST and x.dtype is dt.bool_ else None
+
+    def go(x: Expr) -> Expr:
+        r = memo.get(id(x))
+        if r is not None:
+            return r
+        src = tuple(go(a) for a in x.src)
+        r = None
+        if x.op in _ORDER and src[0].dtype.is_int:
+            a, b = static_range(src[0], ranges), static_range(src[1], ranges)
+            if a is not None and b is not None:
+                holds, fails = _ORDER[x.op]
+                r = as_expr(True, dt.bool_) if holds(a, b) else as_expr(False, dt.bool_) if fails(a, b) else None
+        elif x.op in (Op.AND, Op.OR) and x.dtype is dt.bool_:
+            t = [truth(a) for a in src]
+            absorbing = x.op is Op.OR
+            if absorbing in t:
+                r = as_expr(absorbing, dt.bool_)
+            elif t[0] is not None or t[1] is not None:
+                r = src[1] if t[0] is not None else src[0]
+        elif x.op is Op.SELECT and truth(src[0]) is not None:
+            r = src[1] if truth(src[0]) else src[2]
+        elif x.op in (Op.MIN, Op.MAX) and x.dtype.is_int:
+            a, b = static_range(src[0], ranges), static_range(src[1], ranges)
+            if a is not None and b is not None:
+                first = a[1] <= b[0] if x.op is Op.MIN else a[0] >= b[1]
+                second = b[1] <= a[0] if x.op is Op.MIN else b[0] >= a[1]
+                r = src[0] if first else src[1] if second else None
+        if r is None:
+            r = x if all(n is o for n, o in zip(src, x.src)) else rebuild(x, src)
+        memo[id(x)] = r
+        return r
+    return go(e)
 
 
 def linear(e: Expr):

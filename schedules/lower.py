@@ -19,7 +19,7 @@ from ..dsl.errors import ScheduleError
 from ..dsl.expr import AxisKind, Expr, IterVar, as_expr, binary, substitute, walk
 from ..dsl.ops import Op
 from ..dsl.tensor import PlaceholderOp, Tensor, input_tensors
-from .bounds import Interval, const_difference, interval, simplify_index, static_range
+from .bounds import Interval, const_difference, fold_guards, interval, simplify_index, static_range
 from .gpu_gemm import gemm_form
 from .loops import (
     Allocate,
@@ -169,7 +169,7 @@ class _Lowerer:
             if lo is not None:
                 idx = tuple(binary(Op.SUB, i, l) for i, l in zip(idx, lo))
             return buf.load(tuple(simplify_index(i, self.ranges) for i in idx))
-        return substitute(e, {}, load_fn)
+        return fold_guards(substitute(e, {}, load_fn), self.ranges)
 
     # -------------------------------------------------------------- one stage
     def stage_nest(self, st: Stage, dom: dict[IterVar, Interval] | None) -> Stmt:

@@ -161,9 +161,10 @@ _IDENTITIES = {"add": 0, "or": 0, "xor": 0, "multiply": 1, "maximum": "-inf", "m
 def implementation_defined(text: str, file: str) -> str | None:
     """Why XLA may rightly answer otherwise than hlotune for this module, or None: a reduction
     whose constant init value is not its reducer's identity (XLA:CPU applies the init once per
-    partial accumulator of a vectorized loop, hlotune and the StableHLO interpreter once)."""
+    partial accumulator of a vectorized loop, hlotune and the StableHLO interpreter once), or
+    whose reducer is not one associative op of its two parameters (the order in which a
+    reduction applies its reducer is implementation-defined: StableHLO's spec, reduce)."""
     import numpy as np
-
     from hlotune.frontend.read import parse_module_text
     mod = parse_module_text(text, file)
     comps = {c.name: c for c in mod.computations}
@@ -176,6 +177,10 @@ def implementation_defined(text: str, file: str) -> str | None:
             body = comps.get(to[0] if isinstance(to, tuple) else to)
             root = next((i for i in body.instructions if i.is_root), None) if body else None
             want = _IDENTITIES.get(root.opcode if root else "")
+            params = {i.name for i in body.instructions if i.opcode == "parameter"} if body else set()
+            if body and len(params) == 2 and (want is None or set(root.operands) != params):
+                return f"'{ins.opcode}' {ins.name} reduces with '{body.name}', not one associative op: " \
+                       "its order is implementation-defined"
             for name in ins.operands[len(ins.operands) // 2:]:
                 init = by.get(name)
                 if want is None or init is None or init.opcode != "constant" or init.literal is None:
@@ -249,7 +254,7 @@ def run_case(text: str, file: str, phase=lambda name: None) -> dict:
             phase("xla")     # from here on a crash is XLA's, not hlotune's
             want = xla_outputs(text, file, ins)
         else:   # XLA's optimized HLO (fusions without backend configs) does not compile again in
-            from hlotune.dsl.reference import evaluate    # XLA:CPU (its converter may even crash)
+            from hlotune.dsl.reference import evaluate  # XLA:CPU (its converter may even crash)
             want = evaluate(list(m.outputs), ins, m.params)
     except Exception as e:  # noqa: BLE001  (the oracle's refusal, recorded)
         return {"kind": "xla_refused", "error": type(e).__name__, "stage": oracle, "detail": str(e)[:800],

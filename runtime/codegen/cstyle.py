@@ -342,8 +342,25 @@ class CStyleRenderer:
         return f"(({self.ctype(d)}){code})"
 
     # ------------------------------------------------------------------ statements
+    def moved(self, e: Expr, d: DType) -> str | None:
+        """``e`` in the stored form of bfloat16 ``d`` when it only moves stored values (a load
+        of a ``d`` buffer, +0, a select of such), else None: packing copies skip the round trip
+        through f32 (which is exact, but scalar)."""
+        if e.op is Op.LOAD and e.arg.dtype is d:
+            return f"{self.name(e.arg, e.arg.name)}[{self.expr(self.flat_index(e.arg, e.src))}]"
+        if e.op is Op.CONST and e.arg == 0 and math.copysign(1.0, float(e.arg)) > 0:
+            return "0"
+        if e.op is Op.SELECT:
+            a, b = self.moved(e.src[1], d), self.moved(e.src[2], d)
+            if a is not None and b is not None:
+                return f"({self.expr(e.src[0])} ? {a} : {b})"
+        return None
+
     def store(self, s: Store) -> str:
         buf = s.buffer
+        raw = self.moved(s.value, buf.dtype) if buf.dtype is dt.bfloat16 else None
+        if raw is not None:
+            return f"{self.name(buf, buf.name)}[{self.expr(self.flat_index(buf, s.indices))}] = {raw};"
         v = self.expr(s.value)
         if buf.dtype is dt.bfloat16:
             v = f"hl_f32_to_bf16({v})"
