@@ -35,6 +35,7 @@ from .backends import backend
 from .build import Kernel, build
 from .program import Program
 from .targets import Target, get_target
+from .threads import Governor
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +134,8 @@ class CompiledGraph:
         self._out_keys = [_key(t) for t in self.graph.outputs]
         self._plan()
         self.program = self._program()
+        # the thread count of each call, measured against the cores actually free (cpu)
+        self.governor = Governor(self.target.threads) if backend(self.target.kind).governs_threads else None
 
     # ------------------------------------------------------------------ planning
     def _plan(self) -> None:
@@ -230,6 +233,10 @@ class CompiledGraph:
         return list(r) if isinstance(r, tuple) else [r]
 
     def __call__(self, *arrays):
+        gov = self.governor
+        return self._call(arrays) if gov is None or not gov.active else gov.run(self._call, arrays)
+
+    def _call(self, arrays):
         g = self.graph
         if len(arrays) != len(g.inputs):
             raise KernelArgumentError(f"expected {len(g.inputs)} inputs "

@@ -25,7 +25,7 @@ from ..dsl.expr import AxisKind, IterVar
 from ..dsl.tensor import ExternOp, SortCall
 from ..schedules.loops import Buffer, LoweredFunc, Seq, extern_args, extern_name
 from .build import Kernel
-from .codegen.c import CRenderer
+from .codegen.c import CRenderer, team_lines
 from .cpu import Library, compile_c
 from .targets import Target
 
@@ -178,7 +178,7 @@ def sort_source(op: ExternOp, target: Target) -> tuple[LoweredFunc, str]:
     if spec.indices:
         gather.append(f"      {r.name(outs[-1], outs[-1].name)}[ob + i * {inner}LL] = hl_perm[i];")
     threads = target.hardware.threads
-    par = (f"  #pragma omp parallel num_threads({threads}) if ({rows}LL > 1 && {rows * n}LL >= {PARALLEL_ELEMENTS})"
+    par = (f"  #pragma omp parallel num_threads(hl_team) if ({rows}LL > 1 && {rows * n}LL >= {PARALLEL_ELEMENTS})"
            if threads > 1 else "")
     per = f"({nk * n} * sizeof(uint64_t) + {2 * n} * sizeof(int32_t))"
     body = [
@@ -187,6 +187,7 @@ def sort_source(op: ExternOp, target: Target) -> tuple[LoweredFunc, str]:
         f"  const int bytes[{nk}] = {{{', '.join(map(str, widths))}}};",
         f"  char* hl_scratch = (char*)hl_alloc({threads} * {per});",
         "  if (!hl_scratch) return 1;",
+        *(team_lines(threads) if threads > 1 else []),
         par,
         "  {",
         "    int t = 0;" if threads <= 1 else "    int t = omp_get_thread_num();",

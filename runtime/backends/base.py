@@ -30,6 +30,9 @@ class Backend:
 
     kind = ""
     aliases: tuple[str, ...] = ()
+    #: whether a compiled program's calls pick their thread count from measured calls
+    #: (runtime/threads.py: OpenMP host threads)
+    governs_threads = False
 
     def target(self, spec: str, threads: int | None = None):
         raise NotImplementedError

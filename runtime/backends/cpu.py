@@ -38,6 +38,7 @@ class LibraryRunner(Runner):
 class CPUBackend(Backend):
     kind = "cpu"
     aliases = ("c", "llvm", "host")
+    governs_threads = True
 
     def target(self, spec: str, threads: int | None = None) -> Target:
         if ":" in spec.strip():

@@ -106,14 +106,16 @@ class CRenderer(CStyleRenderer):
 
     def function(self, fn: LoweredFunc) -> str:
         """``fn``'s definition; with parallel loops, its body runs as one OpenMP parallel region of
-        ``hardware.threads`` threads in which one thread runs the stages and every parallel loop
-        is a taskloop (idle threads take its tasks)."""
+        at most ``hardware.threads`` threads (fewer where the caller's OpenMP limit is lower:
+        runtime/threads.py) in which one thread runs the stages and every parallel loop is a
+        taskloop (idle threads take its tasks)."""
         t = self.hardware.threads
         if t <= 1 or not any(isinstance(x, For) and x.kind is LoopKind.PARALLEL for x in walk_stmts(fn.body)):
             return super().function(fn)
         for b in fn.args:
             self.name(b, b.name)
-        return "\n".join([self.signature(fn) + " {", *self.prologue(fn), f"  #pragma omp parallel num_threads({t})",
+        return "\n".join([self.signature(fn) + " {", *self.prologue(fn), *team_lines(t),
+                          "  #pragma omp parallel num_threads(hl_team)",
                           "  #pragma omp single", "  {", *self.stmt(fn.body, 2), "  }", *self.epilogue(fn), "}"])
 
     def render(self, fn: LoweredFunc) -> str:
@@ -228,4 +230,12 @@ def render_c(fn: LoweredFunc, hardware: Hardware | None = None) -> str:
     return CRenderer(hardware).render(fn)
 
 
-__all__ = ["CRenderer", "heap_bytes", "helpers", "on_heap", "render_c"]
+def team_lines(most: int) -> list[str]:
+    """C lines declaring ``hl_team``: ``most`` threads, or fewer where the calling thread's
+    OpenMP limit (``omp_get_max_threads``, which runtime/threads.py sets per call) is lower."""
+    return ["  int omp_get_max_threads(void);",
+            f"  const int hl_team = omp_get_max_threads() < {most} ? omp_get_max_threads() : {most};"]
+
+
+__all__ = ["CRenderer", "heap_bytes", "helpers", "on_heap", "render_c", "team_lines"]
+

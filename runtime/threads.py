@@ -1,0 +1,192 @@
+"""Threads that follow the cores actually free: a per-program governor.
+
+Every generated CPU kernel opens its parallel region with ``min(T, omp_get_max_threads())``
+threads, where ``T`` is the target's thread count (what it was tuned for) and OpenMP's
+``nthreads-var`` is the calling thread's setting. A :class:`Governor` sets that value before
+each call of a compiled program and learns which count runs it fastest *now*: when another
+process keeps a core busy, a team of two on two cores waits at every barrier for the thread the
+scheduler put aside, and one thread is faster (measured on model layers: 2.3-4.5x slower with
+two threads next to a busy process, 1.0-1.1x with one).
+
+The choice is measured, never guessed from a load average: the governor runs the current count,
+and now and then one call with a neighbouring count (a probe); the current count changes when two
+probes in a row beat its recent calls by ``SWITCH`` (hysteresis). Probes back off (every 8, 16,
+... up to ``MAX_INTERVAL`` calls) while they confirm the current count, and come back at once
+when its time moves by more than ``DRIFT``: a quiet machine pays about one slower call in
+``MAX_INTERVAL``; a machine that becomes busy is noticed within a few calls, and one that becomes
+quiet again within ``MAX_REDUCED``. ``HLOTUNE_ADAPTIVE_THREADS=0`` turns it off (every call runs
+``T`` threads).
+"""
+
+from __future__ import annotations
+
+import collections
+import ctypes
+import ctypes.util
+import logging
+import math
+import os
+import threading
+import time
+from functools import cache
+
+log = logging.getLogger(__name__)
+
+#: a probe wins when it takes less than this fraction of the current count's recent median
+SWITCH = 0.85
+#: a call of the current count this far from its recent median re-arms the probes
+DRIFT = 1.3
+#: calls between probes: at first, at most at the full count, at most below it
+MIN_INTERVAL, MAX_INTERVAL, MAX_REDUCED = 8, 256, 32
+#: calls not sampled (first touches of buffers), and the current count's samples kept
+WARMUP, WINDOW = 8, 5
+#: between probes, one call in this many is timed (to notice a change of conditions)
+SAMPLE = 4
+
+_local = threading.local()
+
+
+@cache
+def _omp():
+    """(omp_set_num_threads, omp_get_max_threads) of the OpenMP runtime the kernels link
+    (libgomp with gcc, libomp with clang), or None where none can be loaded."""
+    for name in ("gomp", "omp", "iomp5"):
+        path = ctypes.util.find_library(name)
+        for cand in ([path] if path else []) + [f"lib{name}.so.1", f"lib{name}.so", f"lib{name}.dylib"]:
+            try:
+                lib = ctypes.CDLL(cand)
+                put, get = lib.omp_set_num_threads, lib.omp_get_max_threads
+            except (OSError, AttributeError):
+                continue
+            put.argtypes, put.restype = [ctypes.c_int], None
+            get.argtypes, get.restype = [], ctypes.c_int
+            return put, get
+    log.info("no OpenMP runtime found: kernels run their compiled thread count")
+    return None
+
+
+def enabled() -> bool:
+    return os.environ.get("HLOTUNE_ADAPTIVE_THREADS", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def set_threads(n: int) -> None:
+    """Make parallel regions that this OS thread opens from now on use at most ``n`` threads."""
+    omp = _omp()
+    if omp is None or getattr(_local, "n", None) == n:
+        return
+    omp[0](int(n))
+    _local.n = n
+
+
+def current_limit() -> int | None:
+    """This OS thread's OpenMP thread limit (None without an OpenMP runtime)."""
+    omp = _omp()
+    return None if omp is None else int(omp[1]())
+
+
+def _counts(most: int) -> tuple[int, ...]:
+    """The thread counts a governor tries: ``most``, then halving down to 1."""
+    out, n = [], most
+    while n >= 1:
+        out.append(n)
+        n //= 2
+    return tuple(dict.fromkeys(out + [1]))
+
+
+class Governor:
+    """Chooses the thread count of each call of one compiled program (see the module doc):
+    ``gov.run(fn, *args)``. Not shared between OS threads (each program call sets the
+    calling thread's limit and puts it back).
+
+    Decisions compare fresh samples only: a probe is a *win* when it beats the median of the
+    current count's last ``WINDOW`` calls by ``SWITCH``; a win is confirmed by probing again on
+    the next call, and two wins in a row switch. A loss doubles the probe interval, up to
+    ``MAX_INTERVAL`` calls at the full count and ``MAX_REDUCED`` below it (a reduced count is a
+    fallback worth leaving as soon as the cores are free again)."""
+
+    def __init__(self, most: int):
+        self.counts = _counts(max(1, int(most)))
+        #: whether calls are governed (several counts, not turned off, an OpenMP runtime)
+        self.active = len(self.counts) > 1 and enabled() and _omp() is not None
+        self.current = self.counts[0]
+        self.recent: collections.deque = collections.deque(maxlen=WINDOW)
+        self.calls = 0
+        self.interval = MIN_INTERVAL
+        self.next_probe = WARMUP + MIN_INTERVAL
+        self.wins = 0
+        self._side = 0
+
+    def choose(self) -> int:
+        """The count for the next call: the current one, or a neighbour when a probe is due."""
+        self.calls += 1
+        if self.calls < self.next_probe:
+            return self.current
+        k = self.counts.index(self.current)
+        near = [self.counts[j] for j in (k - 1, k + 1) if 0 <= j < len(self.counts)]
+        if not self.wins:
+            self._side += 1
+        return near[self._side % len(near)]
+
+    def record(self, n: int, seconds: float) -> None:
+        """Account a call of ``n`` threads that took ``seconds``."""
+        if self.calls <= WARMUP:        # first calls pay for first touches: not samples
+            return
+        if n == self.current:
+            if len(self.recent) >= 3:
+                mid = _median(self.recent)
+                if not mid / DRIFT <= seconds <= mid * DRIFT:     # conditions changed: look around,
+                    self.interval = MIN_INTERVAL                 # against this call's time
+                    self.next_probe = min(self.next_probe, self.calls + 1)
+                    self.recent.clear()
+            self.recent.append(seconds)
+            return
+        base = _median(self.recent) if self.recent else math.inf
+        if seconds < SWITCH * base:
+            self.wins += 1
+            if self.wins < 2:
+                self.next_probe = self.calls + 1            # confirm on the next call
+                return
+            log.debug("threads %d -> %d (%.3g s vs %.3g s per call)", self.current, n, seconds, base)
+            self.current, self.wins, self.interval = n, 0, MIN_INTERVAL
+            self.recent.clear()
+            self.recent.append(seconds)
+        else:
+            self.wins = 0
+            most = MAX_INTERVAL if self.current == self.counts[0] else MAX_REDUCED
+            self.interval = min(most, self.interval * 2)
+        self.next_probe = self.calls + self.interval
+
+    def run(self, fn, *args):
+        """``fn(*args)`` with this call's thread limit set on the calling thread (and put back).
+        One call in ``SAMPLE`` at the current count, and every probe, is timed and accounted;
+        the others cost a counter."""
+        nxt = self.calls + 1
+        if nxt < self.next_probe and nxt % SAMPLE and nxt > WARMUP:
+            self.calls = nxt
+            if self.current == self.counts[0]:
+                return fn(*args)
+            return self._limited(self.current, fn, args)
+        n = self.choose()
+        t0 = time.perf_counter()
+        r = fn(*args) if n == self.counts[0] else self._limited(n, fn, args)
+        self.record(n, time.perf_counter() - t0)
+        return r
+
+    @staticmethod
+    def _limited(n: int, fn, args):
+        before = getattr(_local, "n", None)
+        if before is None:
+            before = _local.n = current_limit()         # OpenMP's own default on this thread
+        set_threads(n)
+        try:
+            return fn(*args)
+        finally:
+            set_threads(before)
+
+
+def _median(xs) -> float:
+    s = sorted(xs)
+    return s[len(s) // 2]
+
+
+__all__ = ["Governor", "current_limit", "enabled", "set_threads"]

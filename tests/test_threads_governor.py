@@ -1,0 +1,99 @@
+"""runtime/threads.py: the per-program thread governor. Its policy on synthetic timings (a quiet
+machine keeps every thread and probes rarely; a busy one falls back to fewer threads within a
+few calls and returns when the cores are free), and kernels that honour the calling thread's
+OpenMP limit with unchanged answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hlotune.runtime import threads as T
+from hlotune.runtime.threads import MAX_INTERVAL, MAX_REDUCED, WARMUP, Governor
+
+import hlotune
+
+
+def drive(gov: Governor, calls: int, seconds) -> list[int]:
+    """Run ``calls`` governed calls whose time is ``seconds(threads)``; the counts used."""
+    used = []
+    for _ in range(calls):
+        n = gov.choose()
+        gov.record(n, seconds(n))
+        used.append(n)
+    return used
+
+
+QUIET = {2: 1.0, 1: 1.9}.__getitem__
+BUSY = {2: 2.6, 1: 2.0}.__getitem__
+
+
+def test_a_quiet_machine_keeps_every_thread_and_probes_less_and_less():
+    gov = Governor(2)
+    used = drive(gov, 2000, QUIET)
+    assert gov.current == 2
+    late = used[1000:]
+    assert late.count(1) <= 1000 // MAX_INTERVAL + 1         # about one probe in MAX_INTERVAL calls
+    assert used[:WARMUP].count(1) == 0
+
+
+def test_a_busy_machine_falls_back_and_comes_back():
+    gov = Governor(2)
+    drive(gov, 300, QUIET)
+    used = drive(gov, 100, BUSY)       # the slower calls re-arm the probes: two wins, then 1 thread
+    assert gov.current == 1 and used[:4] == [2, 1, 1, 1]
+    assert used[-50:].count(2) <= 50 // MAX_REDUCED + 1
+    used = drive(gov, 4 * MAX_REDUCED, QUIET)                  # reduced counts probe at least every MAX_REDUCED
+    assert gov.current == 2 and used[-10:] == [2] * 10
+
+
+def test_drift_rearms_probes_at_once():
+    """The current count slowing down by more than DRIFT brings a probe on the next call."""
+    gov = Governor(2)
+    drive(gov, 600, QUIET)
+    used = drive(gov, 4, BUSY)
+    assert 1 in used[:3]
+
+
+def test_counts_halve_down_to_one():
+    assert T._counts(8) == (8, 4, 2, 1) and T._counts(6) == (6, 3, 1) and T._counts(1) == (1,)
+    assert not Governor(1).active
+
+
+def test_one_noisy_probe_does_not_switch():
+    gov = Governor(2)
+    drive(gov, 100, QUIET)
+    noise = iter([0.5] + [1.9] * 50)                           # one lucky probe, then the truth
+    drive(gov, 200, lambda n: next(noise) if n == 1 else 1.0)
+    assert gov.current == 2
+
+
+@pytest.mark.skipif(T._omp() is None, reason="no OpenMP runtime to set a thread limit with")
+def test_kernels_honour_the_limit_and_answer_the_same():
+    text = """HloModule m
+ENTRY e {
+  a = f32[96,128] parameter(0)
+  b = f32[128,256] parameter(1)
+  d = f32[96,256] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  z = f32[] constant(-inf)
+  mx = f32[96] reduce(d, z), dimensions={1}, to_apply=mx
+  ROOT t = f32[96] tanh(mx)
+}
+mx {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT m = f32[] maximum(x, y)
+}
+"""
+    c = hlotune.compile(text, threads=2)
+    assert "hl_team" in c.kernels[0].source
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((96, 128), np.float32), rng.standard_normal((128, 256), np.float32)
+    want = np.tanh((a.astype(np.float64) @ b).max(axis=1))
+    outs = []
+    for n in (2, 1, 2):
+        T.set_threads(n)
+        assert T.current_limit() == n
+        outs.append(c.graph._call((a, b)))
+    T.set_threads(T._counts(2)[0])
+    np.testing.assert_allclose(outs[0], want, rtol=1e-5, atol=1e-6)
+    assert all(np.array_equal(o, outs[0]) for o in outs)     # parallel loops split outputs, not sums
