@@ -1,8 +1,10 @@
 """How hlotune's CPU kernels use threads, measured on real layers, quiet and next to a busy
-process: one OpenMP parallel region per kernel whose parallel loops are taskloops (what the C
-renderer emits) against one ``parallel for`` region per stage (what it emitted before), under
-OpenMP's short spin then sleep (hlotune's default, GOMP_SPINCOUNT=10000), passive, hybrid
-(libgomp's: a long spin, then sleep) and active wait policies.
+process: the thread count each call measures against the cores actually free
+(runtime/threads.py, hlotune's default) against the target's fixed count, with one OpenMP
+parallel region per kernel whose parallel loops are taskloops (what the C renderer emits) or one
+``parallel for`` region per stage (what it emitted before), under OpenMP's short spin then sleep
+(hlotune's default, GOMP_SPINCOUNT=10000), passive, hybrid (libgomp's: a long spin, then sleep)
+and active wait policies.
 
 Run: ``python -m bench.threading_cpu [--only LAYER ...]`` (needs the ``bench`` extra). Each
 variant runs in its own process (the wait policy is read when libgomp loads), timing hlotune's
@@ -23,12 +25,14 @@ from .common import environment, interleaved, md_table, write_results
 #: name -> (codegen, environment): hlotune's default is taskloops and a short spin (10000); libgomp's
 #: own default spins GOMP_SPINCOUNT=300000 times before sleeping ("hybrid")
 VARIANTS = {
-    "taskloop, short spin (hlotune's default)": ("tasks", {"GOMP_SPINCOUNT": "10000"}),
-    "taskloop, passive": ("tasks", {"OMP_WAIT_POLICY": "PASSIVE"}),
-    "taskloop, hybrid (libgomp's default)": ("tasks", {"GOMP_SPINCOUNT": "300000"}),
-    "taskloop, active": ("tasks", {"OMP_WAIT_POLICY": "ACTIVE"}),
-    "parallel for per stage, hybrid": ("for", {"GOMP_SPINCOUNT": "300000"}),
-    "parallel for per stage, passive": ("for", {"OMP_WAIT_POLICY": "PASSIVE"}),
+    "adaptive threads, taskloop, short spin (hlotune's default)": ("tasks", {"GOMP_SPINCOUNT": "10000"}),
+    "fixed threads, taskloop, short spin": ("tasks", {"GOMP_SPINCOUNT": "10000", "HLOTUNE_ADAPTIVE_THREADS": "0"}),
+    "fixed threads, taskloop, passive": ("tasks", {"OMP_WAIT_POLICY": "PASSIVE", "HLOTUNE_ADAPTIVE_THREADS": "0"}),
+    "fixed threads, taskloop, hybrid (libgomp's default)": ("tasks", {"GOMP_SPINCOUNT": "300000",
+                                                                      "HLOTUNE_ADAPTIVE_THREADS": "0"}),
+    "fixed threads, taskloop, active": ("tasks", {"OMP_WAIT_POLICY": "ACTIVE", "HLOTUNE_ADAPTIVE_THREADS": "0"}),
+    "parallel for per stage, hybrid": ("for", {"GOMP_SPINCOUNT": "300000", "HLOTUNE_ADAPTIVE_THREADS": "0"}),
+    "parallel for per stage, passive": ("for", {"OMP_WAIT_POLICY": "PASSIVE", "HLOTUNE_ADAPTIVE_THREADS": "0"}),
 }
 
 
@@ -84,7 +88,8 @@ def main(argv=None):
     rows, table = [], []
     for layer in args.only:
         for name, (mode, wait) in VARIANTS.items():
-            e = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+            e = {k: v for k, v in os.environ.items()
+                 if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT", "HLOTUNE_ADAPTIVE_THREADS")}
             e.update(wait)
             out = subprocess.run([sys.executable, "-m", "bench.threading_cpu", "--repeats", str(args.repeats),
                                   "--child", layer, mode], capture_output=True, text=True, env=e, check=True)
