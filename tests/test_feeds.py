@@ -154,3 +154,20 @@ def test_stablehlo_outfeed_without_a_token_is_a_parse_error():
     with pytest.raises(HloParseError, match="outfeed takes tensors and a token") as e:
         hlotune.load_hlo(text)
     assert e.value.line == 2
+
+
+def test_the_cli_takes_infeed_values_by_name_and_saves_the_outfeed(tmp_path, capsys):
+    from hlotune.cli import main
+    f = tmp_path / "feeds.mlir"
+    f.write_text(STABLEHLO)
+    x = np.arange(4, dtype=np.int64).reshape(2, 2)
+    ins = tmp_path / "in.npz"
+    np.savez(ins, x=x, **{"infeed.0.0": np.ones((2, 2), np.int64), "infeed.1.0": 2 * np.ones((2, 2), np.int64),
+                          "infeed.1.1": np.float32([1, 2, 3])})
+    out = tmp_path / "out.npz"
+    assert main(["run", str(f), "--inputs", str(ins), "--out", str(out)]) == 0
+    assert "outfeed: 1 value(s), 2 array(s)" in capsys.readouterr().out
+    z = np.load(out)
+    np.testing.assert_array_equal(z["out0"], x * 3)
+    np.testing.assert_array_equal(z["outfeed0"], np.full((2, 2), 3))
+    np.testing.assert_array_equal(z["outfeed1"], np.float32([1, 2, 3]))
