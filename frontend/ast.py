@@ -109,6 +109,7 @@ class TupleShape:
 
     elements: tuple[Shape, ...]
     is_tuple: ClassVar[bool] = True
+    is_token: ClassVar[bool] = False
 
     def __len__(self) -> int:
         return len(self.elements)

@@ -109,7 +109,7 @@ class LowerContext:
         flat: list[Tensor] = []
 
         def make(shape, name, instr):
-            if not shape.is_tuple and shape.is_token:
+            if shape.is_token:
                 return ()           # a token orders side effects and holds no data
             if shape.is_tuple:
                 return tuple(make(s, f"{name}.{k}", instr) for k, s in enumerate(shape.elements))
@@ -216,7 +216,7 @@ def lower_computation(module: HloModule, computation: Computation, arg_tensors: 
             values[name] = handler(ctx, instr, [values[o] for o in instr.operands])
         except HlotuneError:
             raise
-        except Exception as e:
+        except Exception as e:   # the module was verified: a handler bug, reported as one
             raise InternalError(f"lowering '{instr.opcode}' instruction '{instr.name}'", e, line=instr.line or None,
                                 file=ctx.file) from e
         log.debug("lowered %s = %s", name, instr.opcode)

@@ -607,16 +607,12 @@ for _name in ("send", "recv"):
     _op(f"stablehlo.{_name}", hlo=f"{_name} (refused with the reason)")(_refused)
 
 
-def _is_token(shape) -> bool:
-    return isinstance(shape, ArrayShape) and shape.is_token
-
-
 @_op("stablehlo.infeed", hlo="infeed")
 def _infeed(cv, comp, op):
     """``infeed(token) -> (data..., token)``: HLO's ``infeed`` gives ``((data...), token)``."""
     (token,) = cv.operands(comp, op, 1)
     types = op.result_types
-    if not _is_token(token[1]) or not types or not _is_token(types[-1]) or \
+    if not token[1].is_token or not types or not types[-1].is_token or \
             not all(isinstance(t, ArrayShape) and not t.is_token for t in types[:-1]):
         raise cv.error("stablehlo.infeed takes a token and returns tensors and a token", op.tok)
     data = TupleShape(tuple(types[:-1]))
@@ -630,8 +626,8 @@ def _infeed(cv, comp, op):
 def _outfeed(cv, comp, op):
     """``outfeed(data..., token) -> token``: HLO's ``outfeed`` takes the data as one tuple."""
     ins = cv.operands(comp, op)
-    if not ins or not _is_token(ins[-1][1]) or len(op.result_types) != 1 or not _is_token(op.result_types[0]) \
-            or any(_is_token(s) for _, s in ins[:-1]):
+    if not ins or not ins[-1][1].is_token or len(op.result_types) != 1 or not op.result_types[0].is_token \
+            or any(s.is_token for _, s in ins[:-1]):
         raise cv.error("stablehlo.outfeed takes tensors and a token and returns a token", op.tok)
     data = cv.tuple_of(comp, op, ins[:-1])
     return cv.emit(comp, op, "outfeed", operands=[data[0], ins[-1][0]])

@@ -245,16 +245,12 @@ def anything(v, ins, ops):
     """Ops whose lowering refuses them with the reason (send, recv)."""
 
 
-def _is_token(s) -> bool:
-    return not s.is_tuple and s.is_token
-
-
 def infeed(v, ins, ops):
     """``infeed(token) -> (data, token)``; data holds no token."""
     n_operands(ops, 1)
-    check(_is_token(ops[0]), f"takes a token, got {plain(ops[0])}")
+    check(ops[0].is_token, f"takes a token, got {plain(ops[0])}")
     s = ins.shape
-    check(s.is_tuple and len(s.elements) == 2 and _is_token(s.elements[1]),
+    check(s.is_tuple and len(s.elements) == 2 and s.elements[1].is_token,
           f"returns (data, token), got {s}")
     check(all(not x.is_token for x in leaves(s.elements[0])), f"its data holds a token: {s}")
 
@@ -262,7 +258,7 @@ def infeed(v, ins, ops):
 def outfeed(v, ins, ops):
     """``outfeed(data, token) -> token``."""
     n_operands(ops, 2)
-    check(_is_token(ops[1]), f"takes a token as operand 1, got {plain(ops[1])}")
+    check(ops[1].is_token, f"takes a token as operand 1, got {plain(ops[1])}")
     check(all(not x.is_token for x in leaves(ops[0])), f"its data holds a token: {ops[0]}")
     expect(ins, TOKEN)
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .frontend.shapecheck import leaves as shape_leaves
 from .runtime.module import CompiledGraph
 
 __all__ = ["CompiledModule", "Module", "check_tune_args", "compile", "jit", "load_hlo", "report", "tolerance",
@@ -61,12 +62,12 @@ class Module:
     @property
     def n_entry_params(self) -> int:
         """The entry parameters (``params`` less the infeed leaves)."""
-        return len(self.params) - sum(len(_shape_leaves(s)) for s in self.infeed)
+        return len(self.params) - sum(len(shape_leaves(s)) for s in self.infeed)
 
     @property
     def n_entry_outputs(self) -> int:
         """The entry result's leaves (``outputs`` less the outfeed leaves)."""
-        return len(self.outputs) - sum(len(_shape_leaves(s)) for s in self.outfeed)
+        return len(self.outputs) - sum(len(shape_leaves(s)) for s in self.outfeed)
 
     @property
     def ops(self):
@@ -209,10 +210,6 @@ def load_hlo(path_or_text, *example_args, **example_kwargs) -> Module:
         raise HloParseError(f"expected a module path or text, got {type(path_or_text).__name__}")
     lowered = lower_module(hlo)
     return Module(hlo.name, hlo, lowered, file)
-
-
-def _shape_leaves(shape) -> list:
-    return [x for e in shape.elements for x in _shape_leaves(e)] if shape.is_tuple else [shape]
 
 
 def _feed_leaves(value, shape, top: bool = True) -> list:
