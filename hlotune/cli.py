@@ -127,7 +127,7 @@ def check_outputs(outs, ref_path, rtol=None, atol=None) -> list[dict]:
 
 
 def cmd_run(args) -> int:
-    from .api import compile, load_hlo
+    from .api import _feed_leaves, compile, load_hlo
     m = load_hlo(args.module)
     t0 = time.perf_counter()
     cm = compile(m, target=args.target, db=args.db, threads=args.threads)
@@ -135,6 +135,8 @@ def cmd_run(args) -> int:
     ins = _load_inputs(m, args.inputs)
     outs = cm(*ins)
     outs = outs if isinstance(outs, tuple) else (outs,)
+    # what this call's outfeeds wrote, as arrays (the --repeat calls below queue theirs too)
+    fed = [x for v, sh in zip(list(cm.outfeed), m.outfeed) for x in _feed_leaves(v, sh)]
     t2 = time.perf_counter()
     print(f"{m.signature}")
     print(f"target {cm.target}: compiled in {t1 - t0:.2f}s, ran in {(t2 - t1) * 1e3:.2f}ms")
@@ -148,9 +150,8 @@ def cmd_run(args) -> int:
             ts.append(time.perf_counter() - a)
         print(f"time per call: median {statistics.median(ts) * 1e3:.3f} ms, min {min(ts) * 1e3:.3f} ms "
               f"over {args.repeat} calls")
-    fed = [x for v in cm.outfeed for x in (v if isinstance(v, tuple) else (v,))]
     if m.outfeed:
-        print(f"outfeed: {len(cm.outfeed)} value(s), {len(fed)} array(s)" + (" (saved as outfeed0, ...)" if args.out else ""))
+        print(f"outfeed: {len(m.outfeed)} value(s), {len(fed)} array(s)" + (" (saved as outfeed0, ...)" if args.out else ""))
     if args.out:
         np.savez(args.out, **{f"out{k}": o for k, o in enumerate(outs)}, **{f"outfeed{k}": o for k, o in enumerate(fed)})
         print(f"wrote {len(outs)} output(s) to {args.out}")
@@ -454,7 +455,7 @@ def main(argv=None) -> int:
     except sqlite3.Error as e:
         print(f"hlotune: error: tuning database: {e} (a corrupt file? give another --db)", file=sys.stderr)
         return 2
-    except Exception as e:
+    except Exception as e:   # anything else is a bug: said so, with a short traceback at -vv
         logging.getLogger("hlotune").debug("internal error", exc_info=True)
         print(f"hlotune: {InternalError(f'running {args.command!r}', e)} (hlotune -vv ... shows the traceback)",
               file=sys.stderr)

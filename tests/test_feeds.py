@@ -171,3 +171,30 @@ def test_the_cli_takes_infeed_values_by_name_and_saves_the_outfeed(tmp_path, cap
     np.testing.assert_array_equal(z["out0"], x * 3)
     np.testing.assert_array_equal(z["outfeed0"], np.full((2, 2), 3))
     np.testing.assert_array_equal(z["outfeed1"], np.float32([1, 2, 3]))
+
+
+def test_the_cli_saves_one_calls_outfeed_with_nested_tuples(tmp_path, capsys):
+    """--out holds what the first call wrote, leaf by leaf, however many --repeat calls follow."""
+    from hlotune.cli import main
+    f = tmp_path / "nested.hlo"
+    f.write_text("""HloModule n
+ENTRY e {
+  a = f32[3] parameter(0)
+  b = s32[] parameter(1)
+  t = token[] after-all()
+  inner = (f32[3], s32[]) tuple(a, b)
+  d = ((f32[3], s32[]), f32[3]) tuple(inner, a)
+  o = token[] outfeed(d, t), outfeed_shape=((f32[3], s32[]), f32[3])
+  ROOT r = f32[3] add(a, a)
+}
+""")
+    ins = tmp_path / "in.npz"
+    np.savez(ins, a=np.float32([1, 2, 3]), b=np.int32(7))
+    out = tmp_path / "out.npz"
+    assert main(["run", str(f), "--inputs", str(ins), "--out", str(out), "--repeat", "3"]) == 0
+    assert "outfeed: 1 value(s), 3 array(s)" in capsys.readouterr().out
+    z = np.load(out)
+    assert sorted(k for k in z.files if k.startswith("outfeed")) == ["outfeed0", "outfeed1", "outfeed2"]
+    np.testing.assert_array_equal(z["outfeed0"], np.float32([1, 2, 3]))
+    assert z["outfeed1"] == 7 and z["outfeed1"].dtype == np.int32
+    np.testing.assert_array_equal(z["outfeed2"], np.float32([1, 2, 3]))
