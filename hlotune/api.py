@@ -264,10 +264,9 @@ class CompiledModule:
                                           f"holds {len(self.infeed)}: append them to .infeed before the call")
             leaves = [x for v, s in zip(list(self.infeed)[:n_feeds], m.infeed) for x in _feed_leaves(v, s)]
             named = {**named, **{f"arg{m.n_entry_params + j}": a for j, a in enumerate(leaves)}}
-        values = m.bind(arrays, named)
-        for _ in range(n_feeds if take else 0):
+        r = self.graph(*m.bind(arrays, named))
+        for _ in range(n_feeds if take else 0):     # read only by a call that ran
             self.infeed.popleft()
-        r = self.graph(*values)
         if m.outfeed:
             r = list(r) if isinstance(r, tuple) else [r]
             fed = r[m.n_entry_outputs:]

@@ -84,6 +84,11 @@ def test_stablehlo_feeds_and_the_queue_api():
         c.infeed.append(np.ones((2, 2), np.int64))              # the second infeed reads a pair
         c(x)
     c.infeed.pop()
+    c.infeed.append((np.ones((2, 3), np.int64), np.zeros(3, np.float32)))     # the wrong shape
+    with pytest.raises(KernelArgumentError, match="infeed.1.0.*shape"):
+        c(x)
+    assert len(c.infeed) == 2 and not c.outfeed                # refused before it ran: nothing read
+    c.infeed.pop()
     c.infeed.append((np.full((2, 2), 3, np.int64), [1.5, 2.5, 3.5]))
     np.testing.assert_array_equal(c(x), x * 4)
     s, f = c.outfeed.popleft()
