@@ -9,12 +9,14 @@ scheduler put aside, and one thread is faster (measured on model layers: 2.3-4.5
 two threads next to a busy process, 1.0-1.1x with one).
 
 The choice is measured, never guessed from a load average: the governor runs the current count,
-and now and then one call with a neighbouring count (a probe); the current count changes when two
-probes in a row beat its recent calls by ``SWITCH`` (hysteresis). Probes back off (every 8, 16,
-... up to ``MAX_INTERVAL`` calls) while they confirm the current count, and come back at once
-when its time moves by more than ``DRIFT``: a quiet machine pays about one slower call in
-``MAX_INTERVAL``; a machine that becomes busy is noticed within a few calls, and one that becomes
-quiet again within ``MAX_REDUCED``. ``HLOTUNE_ADAPTIVE_THREADS=0`` turns it off (every call runs
+and now and then ``PROBE`` calls in a row with a neighbouring count (a probe; the first of them
+may pay for waking the pool's threads); the current count changes when the probe's median beats
+the median of its recent calls by ``SWITCH`` (hysteresis). Probes back off (every 8, 16, ... up
+to ``MAX_INTERVAL`` calls) while they confirm the current count, and come back at once when two
+timed calls in a row move by more than ``DRIFT`` (one slow call, say the first after a pause,
+is ignored): a quiet machine pays about ``PROBE`` slower calls in ``MAX_INTERVAL``; a machine
+that becomes busy is noticed within a few calls, and one that becomes quiet again within
+``MAX_REDUCED``. ``HLOTUNE_ADAPTIVE_THREADS=0`` turns it off (every call runs
 ``T`` threads).
 """
 
@@ -24,7 +26,6 @@ import collections
 import ctypes
 import ctypes.util
 import logging
-import math
 import os
 import threading
 import time
@@ -32,9 +33,11 @@ from functools import cache
 
 log = logging.getLogger(__name__)
 
-#: a probe wins when it takes less than this fraction of the current count's recent median
+#: a probe wins when its median takes less than this fraction of the current count's recent median
 SWITCH = 0.85
-#: a call of the current count this far from its recent median re-arms the probes
+#: consecutive calls of one probe
+PROBE = 3
+#: two calls in a row of the current count this far from its recent median re-arm the probes
 DRIFT = 1.3
 #: calls between probes: at first, at most at the full count, at most below it
 MIN_INTERVAL, MAX_INTERVAL, MAX_REDUCED = 8, 256, 32
@@ -98,11 +101,14 @@ class Governor:
     ``gov.run(fn, *args)``. Not shared between OS threads (each program call sets the
     calling thread's limit and puts it back).
 
-    Decisions compare fresh samples only: a probe is a *win* when it beats the median of the
-    current count's last ``WINDOW`` calls by ``SWITCH``; a win is confirmed by probing again on
-    the next call, and two wins in a row switch. A loss doubles the probe interval, up to
-    ``MAX_INTERVAL`` calls at the full count and ``MAX_REDUCED`` below it (a reduced count is a
-    fallback worth leaving as soon as the cores are free again)."""
+    Decisions compare fresh samples only. A *probe* runs ``PROBE`` consecutive calls with a
+    neighbouring count (the first of them may pay for waking threads up); it *wins* when their
+    median beats the median of the current count's last ``WINDOW`` calls (at least 3) by
+    ``SWITCH``, and a win switches. A loss doubles the probe interval, up to ``MAX_INTERVAL``
+    calls at the full count and ``MAX_REDUCED`` below it (a reduced count is a fallback worth
+    leaving as soon as the cores are free again). Conditions have changed when two timed calls
+    in a row of the current count fall outside ``DRIFT`` of its median: the window restarts
+    from them and a probe follows; one such call alone is a blip and is not kept."""
 
     def __init__(self, most: int):
         self.counts = _counts(max(1, int(most)))
@@ -113,56 +119,71 @@ class Governor:
         self.calls = 0
         self.interval = MIN_INTERVAL
         self.next_probe = WARMUP + MIN_INTERVAL
-        self.wins = 0
+        self._probe: list[float] | None = None     # the running probe's times
+        self._probe_n = 0
+        self._blip: float | None = None            # a first out-of-range time of the current count
         self._side = 0
 
+    def _timed(self, call: int) -> bool:
+        """Whether call number ``call`` is timed and accounted."""
+        return (call > WARMUP and (call % SAMPLE == 0 or call >= self.next_probe or self._probe is not None
+                                   or len(self.recent) < 3 or self._blip is not None))
+
     def choose(self) -> int:
-        """The count for the next call: the current one, or a neighbour when a probe is due."""
+        """The count for the next call: the current one, or a neighbour while a probe runs."""
         self.calls += 1
-        if self.calls < self.next_probe:
-            return self.current
-        k = self.counts.index(self.current)
-        near = [self.counts[j] for j in (k - 1, k + 1) if 0 <= j < len(self.counts)]
-        if not self.wins:
+        if self._probe is None and self.calls >= self.next_probe and len(self.recent) >= 3:
+            k = self.counts.index(self.current)
+            near = [self.counts[j] for j in (k - 1, k + 1) if 0 <= j < len(self.counts)]
             self._side += 1
-        return near[self._side % len(near)]
+            self._probe, self._probe_n = [], near[self._side % len(near)]
+        return self.current if self._probe is None else self._probe_n
 
     def record(self, n: int, seconds: float) -> None:
         """Account a call of ``n`` threads that took ``seconds``."""
         if self.calls <= WARMUP:        # first calls pay for first touches: not samples
             return
-        if n == self.current:
-            if len(self.recent) >= 3:
-                mid = _median(self.recent)
-                if not mid / DRIFT <= seconds <= mid * DRIFT:     # conditions changed: look around,
-                    self.interval = MIN_INTERVAL                 # against this call's time
-                    self.next_probe = min(self.next_probe, self.calls + 1)
-                    self.recent.clear()
-            self.recent.append(seconds)
+        if self._probe is not None and n == self._probe_n:
+            self._probe.append(seconds)
+            if len(self._probe) >= PROBE:
+                self._end_probe()
             return
-        base = _median(self.recent) if self.recent else math.inf
-        if seconds < SWITCH * base:
-            self.wins += 1
-            if self.wins < 2:
-                self.next_probe = self.calls + 1            # confirm on the next call
-                return
-            log.debug("threads %d -> %d (%.3g s vs %.3g s per call)", self.current, n, seconds, base)
-            self.current, self.wins, self.interval = n, 0, MIN_INTERVAL
+        if n != self.current:
+            return
+        if len(self.recent) >= 3:
+            mid = _median(self.recent)
+            if not mid / DRIFT <= seconds <= mid * DRIFT:
+                if self._blip is None:                  # one call: a blip, unless the next agrees
+                    self._blip = seconds
+                    return
+                log.debug("threads %d: %.3g s per call, was %.3g s: probing", n, seconds, mid)
+                self.recent.clear()                      # conditions changed: look around
+                self.recent.append(self._blip)
+                self.interval = MIN_INTERVAL
+                self.next_probe = self.calls + 1
+        self._blip = None
+        self.recent.append(seconds)
+
+    def _end_probe(self) -> None:
+        times, n = self._probe, self._probe_n
+        self._probe = None
+        score, base = _median(times), _median(self.recent)
+        if score < SWITCH * base:
+            log.debug("threads %d -> %d (%.3g s vs %.3g s per call)", self.current, n, score, base)
+            self.current, self.interval, self._blip = n, MIN_INTERVAL, None
             self.recent.clear()
-            self.recent.append(seconds)
+            self.recent.extend(times)
         else:
-            self.wins = 0
             most = MAX_INTERVAL if self.current == self.counts[0] else MAX_REDUCED
             self.interval = min(most, self.interval * 2)
         self.next_probe = self.calls + self.interval
 
     def run(self, fn, *args):
         """``fn(*args)`` with this call's thread limit set on the calling thread (and put back).
-        One call in ``SAMPLE`` at the current count, and every probe, is timed and accounted;
-        the others cost a counter."""
-        nxt = self.calls + 1
-        if nxt < self.next_probe and nxt % SAMPLE and nxt > WARMUP:
-            self.calls = nxt
+        Calls that sample the current count, and every probe, are timed and accounted; the
+        others cost a counter."""
+        if not self._timed(self.calls + 1):
+            self.calls += 1
             if self.current == self.counts[0]:
                 return fn(*args)
             return self._limited(self.current, fn, args)
