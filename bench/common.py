@@ -78,6 +78,7 @@ def environment(extra: dict | None = None) -> dict:
         "cpu_count": os.cpu_count(),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "unset (all cores)"),
         "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "unset (all cores)"),
+        "HLOTUNE_ADAPTIVE_THREADS": os.environ.get("HLOTUNE_ADAPTIVE_THREADS", "unset (on)"),
         "compiler": cc.version,
         "flags": " ".join(cc.flags),
         "loadavg_before": " ".join(f"{x:.2f}" for x in os.getloadavg()),

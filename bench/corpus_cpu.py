@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 from pathlib import Path
 
@@ -45,7 +46,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--only", nargs="*", help="module names (default: all)")
+    ap.add_argument("--fixed-threads", action="store_true",
+                    help="every call runs the target's thread count (HLOTUNE_ADAPTIVE_THREADS=0)")
+    ap.add_argument("--name", default=None, help="results file name (default: corpus_cpu, "
+                    "corpus_cpu_fixed_threads with --fixed-threads)")
     args = ap.parse_args(argv)
+    if args.fixed_threads:
+        os.environ["HLOTUNE_ADAPTIVE_THREADS"] = "0"
+    name_out = args.name or ("corpus_cpu_fixed_threads" if args.fixed_threads else "corpus_cpu")
     manifest = json.loads((DATA / "manifest.json").read_text())
     env = environment()
     rows, table, ratios = [], [], []
@@ -84,7 +92,9 @@ def main(argv=None):
              f"from Python (its per-call overhead is included, as is XLA's through its executable). XLA:CPU: "
              f"the same module compiled from NAME.stablehlo.mlir by jaxlib. {args.repeats} interleaved "
              "repeats of >= 50 ms each, each after 0.3 s of quiet; both answers checked against the npz outputs first.")
-    write_results("corpus_cpu", rows, md, env, notes)
+    if args.fixed_threads:
+        notes += " Threads fixed at the target's count (HLOTUNE_ADAPTIVE_THREADS=0): no governor."
+    write_results(name_out, rows, md, env, notes)
     print(md)
     print(f"geometric mean speed vs XLA: {geo:.3f}")
 

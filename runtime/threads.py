@@ -12,9 +12,9 @@ The choice is measured, never guessed from a load average: the governor runs the
 and now and then ``PROBE`` calls in a row with a neighbouring count (a probe; the first of them
 may pay for waking the pool's threads); the current count changes when the probe's median beats
 the median of its recent calls by ``SWITCH`` (hysteresis). Probes back off (every 8, 16, ... up
-to ``MAX_INTERVAL`` calls) while they confirm the current count, and come back at once when two
-timed calls in a row move by more than ``DRIFT`` (one slow call, say the first after a pause,
-is ignored): a quiet machine pays about ``PROBE`` slower calls in ``MAX_INTERVAL``; a machine
+to ``MAX_INTERVAL`` calls) while they confirm the current count, and come back at once when
+its calls move by more than ``DRIFT`` for ``SUSTAIN`` seconds (shorter spells, say the slow
+calls right after a pause, are ignored): a quiet machine pays about ``PROBE`` slower calls in ``MAX_INTERVAL``; a machine
 that becomes busy is noticed within a few calls, and one that becomes quiet again within
 ``MAX_REDUCED``. ``HLOTUNE_ADAPTIVE_THREADS=0`` turns it off (every call runs
 ``T`` threads).
@@ -37,8 +37,10 @@ log = logging.getLogger(__name__)
 SWITCH = 0.85
 #: consecutive calls of one probe
 PROBE = 3
-#: two calls in a row of the current count this far from its recent median re-arm the probes
-DRIFT = 1.3
+#: calls of the current count this far from its recent median, two or more in a row and
+#: together at least SUSTAIN seconds long, re-arm the probes (shorter spells are transients: an
+#: idle core of a virtual machine takes ~10-20 ms to run at full speed again after a pause)
+DRIFT, SUSTAIN = 1.3, 0.05
 #: calls between probes: at first, at most at the full count, at most below it
 MIN_INTERVAL, MAX_INTERVAL, MAX_REDUCED = 8, 256, 32
 #: calls not sampled (first touches of buffers), and the current count's samples kept
@@ -106,9 +108,10 @@ class Governor:
     median beats the median of the current count's last ``WINDOW`` calls (at least 3) by
     ``SWITCH``, and a win switches. A loss doubles the probe interval, up to ``MAX_INTERVAL``
     calls at the full count and ``MAX_REDUCED`` below it (a reduced count is a fallback worth
-    leaving as soon as the cores are free again). Conditions have changed when two timed calls
-    in a row of the current count fall outside ``DRIFT`` of its median: the window restarts
-    from them and a probe follows; one such call alone is a blip and is not kept."""
+    leaving as soon as the cores are free again). Conditions have changed when timed calls of
+    the current count fall outside ``DRIFT`` of its median, two or more in a row for at least
+    ``SUSTAIN`` seconds: the window restarts from them and a probe follows; a shorter spell is a
+    blip and is not kept."""
 
     def __init__(self, most: int):
         self.counts = _counts(max(1, int(most)))
@@ -121,13 +124,13 @@ class Governor:
         self.next_probe = WARMUP + MIN_INTERVAL
         self._probe: list[float] | None = None     # the running probe's times
         self._probe_n = 0
-        self._blip: float | None = None            # a first out-of-range time of the current count
+        self._blip: list[float] = []               # the current count's out-of-range times, in a row
         self._side = 0
 
     def _timed(self, call: int) -> bool:
         """Whether call number ``call`` is timed and accounted."""
         return (call > WARMUP and (call % SAMPLE == 0 or call >= self.next_probe or self._probe is not None
-                                   or len(self.recent) < 3 or self._blip is not None))
+                                   or len(self.recent) < 3 or bool(self._blip)))
 
     def choose(self) -> int:
         """The count for the next call: the current one, or a neighbour while a probe runs."""
@@ -153,15 +156,15 @@ class Governor:
         if len(self.recent) >= 3:
             mid = _median(self.recent)
             if not mid / DRIFT <= seconds <= mid * DRIFT:
-                if self._blip is None:                  # one call: a blip, unless the next agrees
-                    self._blip = seconds
+                self._blip.append(seconds)
+                if len(self._blip) < 2 or sum(self._blip) < SUSTAIN:      # a blip, so far
                     return
                 log.debug("threads %d: %.3g s per call, was %.3g s: probing", n, seconds, mid)
                 self.recent.clear()                      # conditions changed: look around
-                self.recent.append(self._blip)
+                self.recent.extend(self._blip[-3:-1])        # and this call, below
                 self.interval = MIN_INTERVAL
                 self.next_probe = self.calls + 1
-        self._blip = None
+        self._blip = []
         self.recent.append(seconds)
 
     def _end_probe(self) -> None:
@@ -170,7 +173,7 @@ class Governor:
         score, base = _median(times), _median(self.recent)
         if score < SWITCH * base:
             log.debug("threads %d -> %d (%.3g s vs %.3g s per call)", self.current, n, score, base)
-            self.current, self.interval, self._blip = n, MIN_INTERVAL, None
+            self.current, self.interval, self._blip = n, MIN_INTERVAL, []
             self.recent.clear()
             self.recent.extend(times)
         else:

@@ -39,7 +39,7 @@ def test_a_quiet_machine_keeps_every_thread_and_probes_less_and_less():
 def test_a_busy_machine_falls_back_and_comes_back():
     gov = Governor(2)
     drive(gov, 300, QUIET)
-    used = drive(gov, 100, BUSY)       # two slower calls re-arm the probes: a third, then a probe wins
+    used = drive(gov, 100, BUSY)       # two slower calls (SUSTAIN seconds) re-arm; a third, a probe wins
     assert gov.current == 1 and used[:6] == [2, 2, 2, 1, 1, 1]
     assert used[-50:].count(2) <= PROBE * (50 // MAX_REDUCED + 1)
     used = drive(gov, 4 * MAX_REDUCED, QUIET)                  # reduced counts probe at least every MAX_REDUCED
@@ -62,6 +62,19 @@ def test_one_slow_call_is_a_blip():
     times = iter([30.0] + [1.0] * 100)
     used = drive(gov, 20, lambda n: next(times) if n == 2 else 1.9)
     assert gov.current == 2 and used == [2] * 20
+
+
+def test_a_short_spell_of_slow_calls_is_a_transient():
+    """Slow calls in a row that last less than SUSTAIN seconds in all (an idle core waking up
+    after a pause) keep the current count; the same spell at full length brings a probe."""
+    gov = Governor(2)
+    drive(gov, 600, lambda n: 1e-4 if n == 2 else 1.5e-4)
+    k = int(T.SUSTAIN / 1e-3) // 2
+    times = iter([1e-3] * k + [1e-4] * 100)
+    used = drive(gov, 50, lambda n: next(times) if n == 2 else 1.5e-4)
+    assert used == [2] * 50
+    used = drive(gov, 3 * k, lambda n: 1e-3 if n == 2 else 1.5e-4)
+    assert gov.current == 1 and 1 in used[:k * 2 + 2]
 
 
 def test_a_probe_up_survives_waking_the_pool():
