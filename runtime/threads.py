@@ -37,9 +37,10 @@ log = logging.getLogger(__name__)
 SWITCH = 0.85
 #: consecutive calls of one probe
 PROBE = 3
-#: calls of the current count this far from its recent median, two or more in a row and
-#: together at least SUSTAIN seconds long, re-arm the probes (shorter spells are transients: an
-#: idle core of a virtual machine takes ~10-20 ms to run at full speed again after a pause)
+#: calls of the current count this far from its recent median, two or more in a row for at
+#: least SUSTAIN seconds, re-arm the probes; fewer threads must win twice SUSTAIN apart. Shorter
+#: spells are transients: a virtual machine's idle core can run a team 6-50x slower for
+#: 10-35 ms after a pause (measured here)
 DRIFT, SUSTAIN = 1.3, 0.05
 #: calls between probes: at first, at most at the full count, at most below it
 MIN_INTERVAL, MAX_INTERVAL, MAX_REDUCED = 8, 256, 32
@@ -106,12 +107,14 @@ class Governor:
     Decisions compare fresh samples only. A *probe* runs ``PROBE`` consecutive calls with a
     neighbouring count (the first of them may pay for waking threads up); it *wins* when their
     median beats the median of the current count's last ``WINDOW`` calls (at least 3) by
-    ``SWITCH``, and a win switches. A loss doubles the probe interval, up to ``MAX_INTERVAL``
-    calls at the full count and ``MAX_REDUCED`` below it (a reduced count is a fallback worth
-    leaving as soon as the cores are free again). Conditions have changed when timed calls of
-    the current count fall outside ``DRIFT`` of its median, two or more in a row for at least
-    ``SUSTAIN`` seconds: the window restarts from them and a probe follows; a shorter spell is a
-    blip and is not kept."""
+    ``SWITCH``. A win with more threads switches at once (the full count is the default worth
+    returning to); one with fewer switches only when another probe, against fresh calls of the
+    current count at least ``SUSTAIN`` seconds later, wins too (so a spell of slow calls shorter
+    than that never costs threads). A loss doubles the probe interval, up to ``MAX_INTERVAL``
+    calls at the full count and ``MAX_REDUCED`` below it. Conditions have changed when timed
+    calls of the current count fall outside ``DRIFT`` of its median, two or more in a row for
+    at least ``SUSTAIN`` seconds: the window restarts from them and a probe follows; a shorter
+    spell is a blip and is not kept."""
 
     def __init__(self, most: int):
         self.counts = _counts(max(1, int(most)))
@@ -125,6 +128,8 @@ class Governor:
         self._probe: list[float] | None = None     # the running probe's times
         self._probe_n = 0
         self._blip: list[float] = []               # the current count's out-of-range times, in a row
+        self._blip_since = 0.0                      # when the first of them ended
+        self._down_since: float | None = None      # when a probe with fewer threads first won
         self._side = 0
 
     def _timed(self, call: int) -> bool:
@@ -138,26 +143,31 @@ class Governor:
         if self._probe is None and self.calls >= self.next_probe and len(self.recent) >= 3:
             k = self.counts.index(self.current)
             near = [self.counts[j] for j in (k - 1, k + 1) if 0 <= j < len(self.counts)]
-            self._side += 1
+            if self._down_since is None:
+                self._side += 1
             self._probe, self._probe_n = [], near[self._side % len(near)]
         return self.current if self._probe is None else self._probe_n
 
-    def record(self, n: int, seconds: float) -> None:
-        """Account a call of ``n`` threads that took ``seconds``."""
+    def record(self, n: int, seconds: float, now: float | None = None) -> None:
+        """Account a call of ``n`` threads that took ``seconds`` and ended at ``now``
+        (``time.perf_counter()`` by default)."""
         if self.calls <= WARMUP:        # first calls pay for first touches: not samples
             return
+        now = time.perf_counter() if now is None else now
         if self._probe is not None and n == self._probe_n:
             self._probe.append(seconds)
             if len(self._probe) >= PROBE:
-                self._end_probe()
+                self._end_probe(now)
             return
         if n != self.current:
             return
         if len(self.recent) >= 3:
             mid = _median(self.recent)
             if not mid / DRIFT <= seconds <= mid * DRIFT:
+                if not self._blip:
+                    self._blip_since = now
                 self._blip.append(seconds)
-                if len(self._blip) < 2 or sum(self._blip) < SUSTAIN:      # a blip, so far
+                if len(self._blip) < 2 or now - self._blip_since < SUSTAIN:      # a blip, so far
                     return
                 log.debug("threads %d: %.3g s per call, was %.3g s: probing", n, seconds, mid)
                 self.recent.clear()                      # conditions changed: look around
@@ -167,18 +177,24 @@ class Governor:
         self._blip = []
         self.recent.append(seconds)
 
-    def _end_probe(self) -> None:
+    def _end_probe(self, now: float) -> None:
         times, n = self._probe, self._probe_n
         self._probe = None
         score, base = _median(times), _median(self.recent)
-        if score < SWITCH * base:
-            log.debug("threads %d -> %d (%.3g s vs %.3g s per call)", self.current, n, score, base)
-            self.current, self.interval, self._blip = n, MIN_INTERVAL, []
-            self.recent.clear()
-            self.recent.extend(times)
-        else:
+        if score >= SWITCH * base:
+            self._down_since = None
             most = MAX_INTERVAL if self.current == self.counts[0] else MAX_REDUCED
             self.interval = min(most, self.interval * 2)
+        elif n < self.current and (self._down_since is None or now - self._down_since < SUSTAIN):
+            if self._down_since is None:                # fewer threads won: ask again later,
+                self._down_since = now                  # against fresh calls of the current count
+            self.recent.clear()
+            self.interval = MIN_INTERVAL
+        else:
+            log.debug("threads %d -> %d (%.3g s vs %.3g s per call)", self.current, n, score, base)
+            self.current, self.interval, self._blip, self._down_since = n, MIN_INTERVAL, [], None
+            self.recent.clear()
+            self.recent.extend(times)
         self.next_probe = self.calls + self.interval
 
     def run(self, fn, *args):
@@ -193,7 +209,8 @@ class Governor:
         n = self.choose()
         t0 = time.perf_counter()
         r = fn(*args) if n == self.counts[0] else self._limited(n, fn, args)
-        self.record(n, time.perf_counter() - t0)
+        t1 = time.perf_counter()
+        self.record(n, t1 - t0, t1)
         return r
 
     @staticmethod
