@@ -42,21 +42,31 @@ def xla_runner(name: str, arrays):
     return run
 
 
+def fixed_threads(m):
+    """``m`` compiled with every call at the target's thread count (no governor)."""
+    before = os.environ.get("HLOTUNE_ADAPTIVE_THREADS")
+    os.environ["HLOTUNE_ADAPTIVE_THREADS"] = "0"
+    try:
+        return hlotune.compile(m, target="cpu")
+    finally:
+        if before is None:
+            del os.environ["HLOTUNE_ADAPTIVE_THREADS"]
+        else:
+            os.environ["HLOTUNE_ADAPTIVE_THREADS"] = before
+
+
+def geo(xs) -> float:
+    return math.exp(sum(math.log(r) for r in xs) / len(xs)) if xs else float("nan")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=10)
     ap.add_argument("--only", nargs="*", help="module names (default: all)")
-    ap.add_argument("--fixed-threads", action="store_true",
-                    help="every call runs the target's thread count (HLOTUNE_ADAPTIVE_THREADS=0)")
-    ap.add_argument("--name", default=None, help="results file name (default: corpus_cpu, "
-                    "corpus_cpu_fixed_threads with --fixed-threads)")
     args = ap.parse_args(argv)
-    if args.fixed_threads:
-        os.environ["HLOTUNE_ADAPTIVE_THREADS"] = "0"
-    name_out = args.name or ("corpus_cpu_fixed_threads" if args.fixed_threads else "corpus_cpu")
     manifest = json.loads((DATA / "manifest.json").read_text())
     env = environment()
-    rows, table, ratios = [], [], []
+    rows, table, ratios, fixed_ratios = [], [], [], []
     for entry in manifest:
         name = entry["name"]
         if args.only and name not in args.only:
@@ -64,39 +74,43 @@ def main(argv=None):
         z = np.load(DATA / f"{name}.npz")
         m = hlotune.load_hlo(DATA / f"{name}.hlo")
         ins = [z[f"arg{k}"] for k in range(len(m.params))]
-        cm = hlotune.compile(m, target="cpu")
+        cm, cf = hlotune.compile(m, target="cpu"), fixed_threads(m)
         xla = xla_runner(name, ins)
-        ours = cm(*ins)
-        ours = ours if isinstance(ours, tuple) else (ours,)
-        ok_ours = all(r["ok"] for r in check_outputs(ours, DATA / f"{name}.npz"))
-        ok_xla = all(r["ok"] for r in check_outputs(tuple(xla()), DATA / f"{name}.npz"))
-        if not (ok_ours and ok_xla):
-            table.append([name, "-", "-", "-", f"answer mismatch (hlotune ok={ok_ours}, xla ok={ok_xla})"])
+        oks = []
+        for outs in (cm(*ins), cf(*ins), tuple(xla())):
+            outs = outs if isinstance(outs, tuple) else (outs,)
+            oks.append(all(r["ok"] for r in check_outputs(outs, DATA / f"{name}.npz")))
+        if not all(oks):
+            table.append([name, "-", "-", "-", "-", "-", f"answer mismatch (hlotune ok={oks[0]}, xla ok={oks[2]})"])
             continue
-        times = interleaved({"hlotune": lambda cm=cm, ins=ins: cm(*ins), "xla": xla}, repeats=args.repeats)
+        times = interleaved({"hlotune": lambda cm=cm, ins=ins: cm(*ins), "fixed": lambda cf=cf, ins=ins: cf(*ins),
+                             "xla": xla}, repeats=args.repeats)
         per_pair = [x / h for h, x in zip(times["hlotune"], times["xla"])]
-        r = statistics.median(per_pair)
+        per_fixed = [x / h for h, x in zip(times["fixed"], times["xla"])]
+        r, rf = statistics.median(per_pair), statistics.median(per_fixed)
         ratios.append(r)
+        fixed_ratios.append(rf)
         for k in range(args.repeats):
-            rows.append({"module": name, "repeat": k, "hlotune_s": times["hlotune"][k], "xla_s": times["xla"][k],
-                         "xla_over_hlotune": per_pair[k], "kernels": len(cm.kernels),
-                         "xla_cpu_us_manifest": entry.get("xla_cpu_us")})
-        h_us = statistics.median(times["hlotune"]) * 1e6
-        x_us = statistics.median(times["xla"]) * 1e6
-        table.append([name, f"{h_us:.1f}", f"{x_us:.1f}", f"{r:.2f}", len(cm.kernels)])
-    geo = math.exp(sum(math.log(r) for r in ratios) / len(ratios)) if ratios else float("nan")
-    md = md_table(["module", "hlotune us (median)", "XLA:CPU us (median)",
-                   "speed vs XLA (XLA time / hlotune time, median of pairs)", "kernels"], table)
-    notes = (f"**Geometric mean of speed vs XLA over {len(ratios)} modules: {geo:.2f}** (>1: hlotune faster).\n\n"
+            rows.append({"module": name, "repeat": k, "hlotune_s": times["hlotune"][k],
+                         "hlotune_fixed_threads_s": times["fixed"][k], "xla_s": times["xla"][k],
+                         "xla_over_hlotune": per_pair[k], "xla_over_hlotune_fixed": per_fixed[k],
+                         "kernels": len(cm.kernels), "xla_cpu_us_manifest": entry.get("xla_cpu_us")})
+        us = {k: statistics.median(v) * 1e6 for k, v in times.items()}
+        table.append([name, f"{us['hlotune']:.1f}", f"{us['fixed']:.1f}", f"{us['xla']:.1f}", f"{r:.2f}", f"{rf:.2f}",
+                      len(cm.kernels)])
+    md = md_table(["module", "hlotune us (median)", "hlotune, fixed threads us", "XLA:CPU us (median)",
+                   "speed vs XLA (XLA time / hlotune time, median of pairs)", "same, fixed threads", "kernels"], table)
+    notes = (f"**Geometric mean of speed vs XLA over {len(ratios)} modules: {geo(ratios):.2f}** (>1: hlotune faster); "
+             f"with threads fixed at the target's count (`HLOTUNE_ADAPTIVE_THREADS=0`, no governor): "
+             f"{geo(fixed_ratios):.2f}.\n\n"
              f"hlotune: default fusion and loop schedules (no tuning), the whole module from NAME.hlo, called "
              f"from Python (its per-call overhead is included, as is XLA's through its executable). XLA:CPU: "
              f"the same module compiled from NAME.stablehlo.mlir by jaxlib. {args.repeats} interleaved "
-             "repeats of >= 50 ms each, each after 0.3 s of quiet; both answers checked against the npz outputs first.")
-    if args.fixed_threads:
-        notes += " Threads fixed at the target's count (HLOTUNE_ADAPTIVE_THREADS=0): no governor."
-    write_results(name_out, rows, md, env, notes)
+             "repeats of >= 50 ms each (hlotune, hlotune with fixed threads, XLA), each after 0.3 s of quiet; "
+             "every answer checked against the npz outputs first.")
+    write_results("corpus_cpu", rows, md, env, notes)
     print(md)
-    print(f"geometric mean speed vs XLA: {geo:.3f}")
+    print(f"geometric mean speed vs XLA: {geo(ratios):.3f} (fixed threads {geo(fixed_ratios):.3f})")
 
 
 if __name__ == "__main__":
