@@ -11,12 +11,15 @@ two threads next to a busy process, 1.0-1.1x with one).
 The choice is measured, never guessed from a load average: the governor runs the current count,
 and now and then ``PROBE`` calls in a row with a neighbouring count (a probe; the first of them
 may pay for waking the pool's threads); the current count changes when the probe's median beats
-the median of its recent calls by ``SWITCH`` (hysteresis). Probes back off (every 8, 16, ... up
-to ``MAX_INTERVAL`` calls) while they confirm the current count, and come back at once when
-its calls move by more than ``DRIFT`` for ``SUSTAIN`` seconds (shorter spells, say the slow
-calls right after a pause, are ignored): a quiet machine pays about ``PROBE`` slower calls in ``MAX_INTERVAL``; a machine
-that becomes busy is noticed within a few calls, and one that becomes quiet again within
-``MAX_REDUCED``. ``HLOTUNE_ADAPTIVE_THREADS=0`` turns it off (every call runs
+the median of its recent calls by ``SWITCH`` (hysteresis; fewer threads must win twice,
+``SUSTAIN`` apart). Probes back off while they confirm the current count (every 8, 16, ...
+calls, and at the full count at most one per ``MAX_GAP`` seconds: a probe with fewer threads
+idles a core, which a virtual machine may make the next calls pay for), and come back at once
+when the current count's calls move by more than ``DRIFT`` for ``SUSTAIN`` seconds (shorter
+spells, say the slow calls right after a pause, are ignored): a machine that becomes busy is
+noticed within about 0.1 s, and one that becomes quiet again within ``MAX_REDUCED`` calls.
+Between decisions a call costs a counter; about one in ``SAMPLE_S`` seconds of calls is timed.
+``HLOTUNE_ADAPTIVE_THREADS=0`` turns it off (every call runs
 ``T`` threads).
 """
 
@@ -44,10 +47,13 @@ PROBE = 3
 DRIFT, SUSTAIN = 1.3, 0.05
 #: calls between probes: at first, at most at the full count, at most below it
 MIN_INTERVAL, MAX_INTERVAL, MAX_REDUCED = 8, 256, 32
+#: seconds between probes at the full count: after the first, at most
+MIN_GAP, MAX_GAP = 0.01, 2.0
 #: calls not sampled (first touches of buffers), and the current count's samples kept
 WARMUP, WINDOW = 8, 5
-#: between probes, one call in this many is timed (to notice a change of conditions)
-SAMPLE = 4
+#: between probes, one call in SAMPLE is timed at first, then one per SAMPLE_S seconds of calls
+#: (at most one in MAX_SAMPLE), to notice a change of conditions
+SAMPLE, SAMPLE_S, MAX_SAMPLE = 4, 2e-4, 64
 
 _local = threading.local()
 
@@ -111,7 +117,9 @@ class Governor:
     returning to); one with fewer switches only when another probe, against fresh calls of the
     current count at least ``SUSTAIN`` seconds later, wins too (so a spell of slow calls shorter
     than that never costs threads). A loss doubles the probe interval, up to ``MAX_INTERVAL``
-    calls at the full count and ``MAX_REDUCED`` below it. Conditions have changed when timed
+    calls below the full count; at the full count the gap between probes also doubles in time,
+    up to ``MAX_GAP`` seconds (each probe with fewer threads leaves a core idle, which a
+    virtual machine can make pay for tens of milliseconds). Conditions have changed when timed
     calls of the current count fall outside ``DRIFT`` of its median, two or more in a row for
     at least ``SUSTAIN`` seconds: the window restarts from them and a probe follows; a shorter
     spell is a blip and is not kept."""
@@ -125,22 +133,25 @@ class Governor:
         self.calls = 0
         self.interval = MIN_INTERVAL
         self.next_probe = WARMUP + MIN_INTERVAL
+        self._gap = MIN_GAP                         # seconds between probes at the full count
+        self._probe_t = 0.0                         # when the last probe ended
         self._probe: list[float] | None = None     # the running probe's times
         self._probe_n = 0
         self._blip: list[float] = []               # the current count's out-of-range times, in a row
         self._blip_since = 0.0                      # when the first of them ended
         self._down_since: float | None = None      # when a probe with fewer threads first won
         self._side = 0
+        self._every = SAMPLE                        # one call of the current count in this many is timed
+        self._skip = WARMUP                         # calls to run before the next timed one
 
-    def _timed(self, call: int) -> bool:
-        """Whether call number ``call`` is timed and accounted."""
-        return (call > WARMUP and (call % SAMPLE == 0 or call >= self.next_probe or self._probe is not None
-                                   or len(self.recent) < 3 or bool(self._blip)))
-
-    def choose(self) -> int:
+    def choose(self, now: float | None = None) -> int:
         """The count for the next call: the current one, or a neighbour while a probe runs."""
         self.calls += 1
         if self._probe is None and self.calls >= self.next_probe and len(self.recent) >= 3:
+            now = time.perf_counter() if now is None else now
+            if self.current == self.counts[0] and now - self._probe_t < self._gap:
+                self.next_probe = self.calls + self.interval        # not yet: look again later
+                return self.current
             k = self.counts.index(self.current)
             near = [self.counts[j] for j in (k - 1, k + 1) if 0 <= j < len(self.counts)]
             if self._down_since is None:
@@ -172,45 +183,56 @@ class Governor:
                 log.debug("threads %d: %.3g s per call, was %.3g s: probing", n, seconds, mid)
                 self.recent.clear()                      # conditions changed: look around
                 self.recent.extend(self._blip[-3:-1])        # and this call, below
-                self.interval = MIN_INTERVAL
+                self.interval, self._gap = MIN_INTERVAL, 0.0
                 self.next_probe = self.calls + 1
         self._blip = []
         self.recent.append(seconds)
+        # time about SAMPLE_S of calls between samples: cheap enough for microsecond programs
+        self._every = max(1, min(MAX_SAMPLE, int(SAMPLE_S / max(_median(self.recent), 1e-9))))
 
     def _end_probe(self, now: float) -> None:
         times, n = self._probe, self._probe_n
-        self._probe = None
+        self._probe, self._probe_t = None, now
         score, base = _median(times), _median(self.recent)
         if score >= SWITCH * base:
             self._down_since = None
             most = MAX_INTERVAL if self.current == self.counts[0] else MAX_REDUCED
             self.interval = min(most, self.interval * 2)
+            self._gap = min(MAX_GAP, max(MIN_GAP, 2 * self._gap))
         elif n < self.current and (self._down_since is None or now - self._down_since < SUSTAIN):
             if self._down_since is None:                # fewer threads won: ask again later,
                 self._down_since = now                  # against fresh calls of the current count
             self.recent.clear()
-            self.interval = MIN_INTERVAL
+            self.interval, self._gap = MIN_INTERVAL, 0.0
         else:
             log.debug("threads %d -> %d (%.3g s vs %.3g s per call)", self.current, n, score, base)
             self.current, self.interval, self._blip, self._down_since = n, MIN_INTERVAL, [], None
+            self._gap = MIN_GAP
             self.recent.clear()
             self.recent.extend(times)
         self.next_probe = self.calls + self.interval
+
+    def _plan(self) -> None:
+        """How many calls run untimed before the next one that a decision needs."""
+        if self._probe is not None or self._blip or len(self.recent) < 3:
+            self._skip = 0
+        else:
+            self._skip = max(0, min(self._every - 1, self.next_probe - self.calls - 1))
 
     def run(self, fn, *args):
         """``fn(*args)`` with this call's thread limit set on the calling thread (and put back).
         Calls that sample the current count, and every probe, are timed and accounted; the
         others cost a counter."""
-        if not self._timed(self.calls + 1):
+        if self._skip:
+            self._skip -= 1
             self.calls += 1
-            if self.current == self.counts[0]:
-                return fn(*args)
-            return self._limited(self.current, fn, args)
+            return fn(*args) if self.current == self.counts[0] else self._limited(self.current, fn, args)
         n = self.choose()
         t0 = time.perf_counter()
         r = fn(*args) if n == self.counts[0] else self._limited(n, fn, args)
         t1 = time.perf_counter()
         self.record(n, t1 - t0, t1)
+        self._plan()
         return r
 
     @staticmethod

@@ -17,7 +17,7 @@ def drive(gov: Governor, calls: int, seconds) -> list[int]:
     """Run ``calls`` governed calls whose time is ``seconds(threads)``; the counts used."""
     used = []
     for _ in range(calls):
-        n = gov.choose()
+        n = gov.choose(CLOCK[0])
         t = seconds(n)
         CLOCK[0] += t
         gov.record(n, t, CLOCK[0])
@@ -78,7 +78,8 @@ def test_a_short_spell_of_slow_calls_is_a_transient():
     k = int(T.SUSTAIN / 1e-3) // 2
     times = iter([1e-3] * k + [1e-4] * 100)
     used = drive(gov, 50, lambda n: next(times) if n == 2 else 1.5e-4)
-    assert used == [2] * 50
+    assert gov.current == 2 and used.count(1) <= 2 * PROBE     # a due probe, perhaps, but no switch
+    drive(gov, 1000, lambda n: 1e-4 if n == 2 else 1.5e-4)
     used = drive(gov, 3 * 2 * k, lambda n: 1e-3 if n == 2 else 1.5e-4)
     first = used.index(1)                                   # a probe once the spell is SUSTAIN long
     assert k <= first <= 2 * k + 2
@@ -161,3 +162,24 @@ def test_a_slow_start_does_not_cost_threads():
     used = drive(gov, 2000, spell)
     assert 1 in used[:40] and gov.current == 2
     assert used[-1000:].count(1) <= PROBE * (1000 // MAX_INTERVAL + 1)
+
+
+def test_probes_at_full_count_are_spaced_in_time():
+    """Microsecond calls on a quiet machine: at most one probe per MAX_GAP seconds, once
+    the first have confirmed the full count."""
+    gov = Governor(2)
+    used = drive(gov, 100_000, lambda n: 1e-4 if n == 2 else 1.9e-4)      # 10 s of calls
+    assert gov.current == 2
+    assert used[50_000:].count(1) <= PROBE * (5 / T.MAX_GAP + 1)
+
+
+def test_fast_calls_are_rarely_timed():
+    """Between decisions a call costs a counter: of 20,000 calls of a few microseconds, about
+    one in SAMPLE_S seconds of calls is timed (and the probes)."""
+    gov = Governor(2)
+    timed = []
+    record = gov.record
+    gov.record = lambda n, s, now=None: (timed.append(n), record(n, s, now))
+    for _ in range(20_000):
+        gov.run(sum, range(100))
+    assert gov.calls == 20_000 and len(timed) < 20_000 / 8       # was one in 4, and more
