@@ -13,8 +13,8 @@ and now and then ``PROBE`` calls in a row with a neighbouring count (a probe; th
 may pay for waking the pool's threads); the current count changes when the probe's median beats
 the median of its recent calls by ``SWITCH`` (hysteresis; fewer threads must win twice,
 ``SUSTAIN`` apart). Probes back off while they confirm the current count (every 8, 16, ...
-calls, and at the full count at most one per ``MAX_GAP`` seconds: a probe with fewer threads
-idles a core, which a virtual machine may make the next calls pay for), and come back at once
+calls, and at the full count at most one per ``MAX_GAP`` seconds of the program's own calls: a
+probe with fewer threads idles a core, which a virtual machine may make the next calls pay for), and come back at once
 when the current count's calls move by more than ``DRIFT`` for ``SUSTAIN`` seconds (shorter
 spells, say the slow calls right after a pause, are ignored): a machine that becomes busy is
 noticed within about 0.1 s, and one that becomes quiet again within ``MAX_REDUCED`` calls.
@@ -47,7 +47,7 @@ PROBE = 3
 DRIFT, SUSTAIN = 1.3, 0.05
 #: calls between probes: at first, at most at the full count, at most below it
 MIN_INTERVAL, MAX_INTERVAL, MAX_REDUCED = 8, 256, 32
-#: seconds between probes at the full count: after the first, at most
+#: seconds of the program's calls between probes at the full count: after the first, at most
 MIN_GAP, MAX_GAP = 0.01, 2.0
 #: calls not sampled (first touches of buffers), and the current count's samples kept
 WARMUP, WINDOW = 8, 5
@@ -118,7 +118,7 @@ class Governor:
     current count at least ``SUSTAIN`` seconds later, wins too (so a spell of slow calls shorter
     than that never costs threads). A loss doubles the probe interval, up to ``MAX_INTERVAL``
     calls below the full count; at the full count the gap between probes also doubles in time,
-    up to ``MAX_GAP`` seconds (each probe with fewer threads leaves a core idle, which a
+    up to ``MAX_GAP`` seconds of its own calls (each probe with fewer threads leaves a core idle, which a
     virtual machine can make pay for tens of milliseconds). Conditions have changed when timed
     calls of the current count fall outside ``DRIFT`` of its median, two or more in a row for
     at least ``SUSTAIN`` seconds: the window restarts from them and a probe follows; a shorter
@@ -133,8 +133,7 @@ class Governor:
         self.calls = 0
         self.interval = MIN_INTERVAL
         self.next_probe = WARMUP + MIN_INTERVAL
-        self._gap = MIN_GAP                         # seconds between probes at the full count
-        self._probe_t = 0.0                         # when the last probe ended
+        self._gap = MIN_GAP                         # seconds of calls between probes at the full count
         self._probe: list[float] | None = None     # the running probe's times
         self._probe_n = 0
         self._blip: list[float] = []               # the current count's out-of-range times, in a row
@@ -144,14 +143,10 @@ class Governor:
         self._every = SAMPLE                        # one call of the current count in this many is timed
         self._skip = WARMUP                         # calls to run before the next timed one
 
-    def choose(self, now: float | None = None) -> int:
+    def choose(self) -> int:
         """The count for the next call: the current one, or a neighbour while a probe runs."""
         self.calls += 1
         if self._probe is None and self.calls >= self.next_probe and len(self.recent) >= 3:
-            now = time.perf_counter() if now is None else now
-            if self.current == self.counts[0] and now - self._probe_t < self._gap:
-                self.next_probe = self.calls + self.interval        # not yet: look again later
-                return self.current
             k = self.counts.index(self.current)
             near = [self.counts[j] for j in (k - 1, k + 1) if 0 <= j < len(self.counts)]
             if self._down_since is None:
@@ -192,7 +187,7 @@ class Governor:
 
     def _end_probe(self, now: float) -> None:
         times, n = self._probe, self._probe_n
-        self._probe, self._probe_t = None, now
+        self._probe = None
         score, base = _median(times), _median(self.recent)
         if score >= SWITCH * base:
             self._down_since = None
@@ -210,7 +205,10 @@ class Governor:
             self._gap = MIN_GAP
             self.recent.clear()
             self.recent.extend(times)
-        self.next_probe = self.calls + self.interval
+        wait = self.interval
+        if self.current == self.counts[0] and self.recent:       # a gap in time, as calls
+            wait = max(wait, int(self._gap / max(_median(self.recent), 1e-9)))
+        self.next_probe = self.calls + wait
 
     def _plan(self) -> None:
         """How many calls run untimed before the next one that a decision needs."""
