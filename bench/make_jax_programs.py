@@ -19,6 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
+from hlotune.jaxbridge import hlo_text
+
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "jax_programs"
 
 
@@ -280,7 +282,7 @@ def functions():
 def write(name: str, f, args) -> None:
     import jax
     lowered = jax.jit(f).lower(*args)
-    (OUT / f"{name}.hlo").write_text(lowered.compiler_ir("hlo").as_hlo_text())
+    (OUT / f"{name}.hlo").write_text(hlo_text(lowered))
     (OUT / f"{name}.stablehlo.mlir").write_text(lowered.as_text())
     outs = jax.tree_util.tree_leaves(jax.jit(f)(*args))
     flat = jax.tree_util.tree_leaves(args)

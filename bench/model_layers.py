@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hlotune.jaxbridge import hlo_text as lowered_text
+
 
 def _rng(seed: int):
     r = np.random.default_rng(seed)
@@ -129,7 +131,7 @@ def layers() -> dict:
 def hlo_text(fn, args) -> str:
     """The unoptimized HLO module JAX prints for ``fn`` on ``args``."""
     import jax
-    return jax.jit(fn).lower(*args).compiler_ir("hlo").as_hlo_text()
+    return lowered_text(jax.jit(fn).lower(*args))
 
 
 __all__ = ["hlo_text", "layers"]

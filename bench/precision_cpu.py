@@ -156,6 +156,7 @@ def main(argv=None):
     ap.add_argument("--trials-per-task", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--db", help="tuning database (default: a fresh temporary one)")
+    ap.add_argument("--name", default="precision_cpu", help="results/NAME.{csv,md} (default: precision_cpu)")
     args = ap.parse_args(argv)
     db = args.db or str(Path(tempfile.mkdtemp()) / "precision.db")
     peaks = {k: peak(k) for k in ("fp32", "bf16", "int8")}
@@ -202,7 +203,7 @@ def main(argv=None):
              ". fp16 and int8-weight kernels multiply in f32 (FMA peak). Layers in bf16/fp16 take every argument "
              "in that type (numpy constants inside promote some parts to f32, as JAX runs them); int8 layers "
              "(activations quantized too) are not measured.")
-    write_results("precision_cpu", rows, md, env, notes)
+    write_results(args.name, rows, md, env, notes)
     print(md)
     print(notes)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hlotune.jaxbridge import hlo_text as lowered_text
+
 
 def _rng(seed: int):
     r = np.random.default_rng(seed)
@@ -295,7 +297,7 @@ def texts(fn, args) -> tuple[str, str]:
     """The HLO text and the StableHLO text JAX prints for ``fn`` on ``args``."""
     import jax
     low = jax.jit(fn).lower(*args)
-    return low.compiler_ir("hlo").as_hlo_text(), low.as_text()
+    return lowered_text(low), low.as_text()
 
 
 __all__ = ["programs", "texts"]

@@ -28,7 +28,7 @@ import numpy as np
 
 from .api import Module, load_hlo
 from .dsl.errors import ConfigError, HloParseError, UnsupportedOpError
-from .jaxbridge import require_module
+from .jaxbridge import hlo_text, require_module
 
 __all__ = ["from_keras", "from_tensorflow", "from_torch"]
 
@@ -129,14 +129,19 @@ def _keras_model(obj):
 
 
 def from_keras(model, *example_args, weights: str = "inputs") -> Module:
-    """A Keras 3 model through its backend: TensorFlow (``from_tensorflow``), JAX (its
-    ``stateless_call`` lowered by JAX) or torch (``from_torch``); weights named by their Keras
-    paths."""
+    """A Keras 3 model through its backend: TensorFlow (``from_tensorflow``) or JAX (its
+    ``stateless_call`` lowered by JAX); weights named by their Keras paths. On the torch backend
+    it is refused (UnsupportedOpError: torchax cannot trace Keras's layers)."""
     _check_weights(weights)
     import keras
     backend = keras.backend.backend()
     if backend == "torch":
-        return from_torch(model, *example_args, weights=weights)
+        # torchax traces torch modules, but Keras's layers move every tensor to Keras's own
+        # device (a plain CPU tensor) and keep their weights as torch Parameters, which torchax
+        # refuses to mix with its own: no Keras layer traces (Dense alone fails)
+        raise UnsupportedOpError("Keras on the torch backend", kind="Keras backend", detail="torchax cannot trace "
+                                 "Keras's layers (they move its tensors back to the CPU device); run the same model "
+                                 "with KERAS_BACKEND=jax or tensorflow, or pass a torch.nn.Module to from_torch")
     tvars, nvars = list(model.trainable_variables), list(model.non_trainable_variables)
     names = [v.path for v in tvars + nvars]
     tw = [np.asarray(keras.ops.convert_to_numpy(v.value)) for v in tvars]
@@ -155,9 +160,8 @@ def from_keras(model, *example_args, weights: str = "inputs") -> Module:
     elif backend == "jax":
         import jax
         if weights == "constants":
-            return load_hlo(jax.jit(lambda *xs: run(tw, nw, *xs), keep_unused=True).lower(*args)
-                            .compiler_ir("hlo").as_hlo_text())
-        m = load_hlo(jax.jit(run, keep_unused=True).lower(tw, nw, *args).compiler_ir("hlo").as_hlo_text())
+            return load_hlo(hlo_text(jax.jit(lambda *xs: run(tw, nw, *xs), keep_unused=True).lower(*args)))
+        m = load_hlo(hlo_text(jax.jit(run, keep_unused=True).lower(tw, nw, *args)))
     else:
         raise ConfigError(f"Keras backend {backend!r}: hlotune takes tensorflow, jax or torch", "KERAS_BACKEND")
     return _bind(m, names, tw + nw, len(args))
@@ -187,13 +191,12 @@ def from_torch(module, *example_args, weights: str = "inputs") -> Module:
     args = tuple(np.asarray(a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else a) for a in example_args)
     try:
         if weights == "constants":
-            text = jax.jit(lambda *xs: jfn(state, xs), keep_unused=True).lower(*args).compiler_ir("hlo").as_hlo_text()
+            text = hlo_text(jax.jit(lambda *xs: jfn(state, xs), keep_unused=True).lower(*args))
         else:
-            text = jax.jit(lambda st, *xs: jfn(st, xs), keep_unused=True).lower(dict(zip(names, values)), *args) \
-                .compiler_ir("hlo").as_hlo_text()
+            text = hlo_text(jax.jit(lambda st, *xs: jfn(st, xs), keep_unused=True).lower(dict(zip(names, values)), *args))
     except (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndexError) as e:
         raise _data_dependent(e) from None
-    except (NotImplementedError, RuntimeError, TypeError) as e:
+    except (NotImplementedError, RuntimeError, TypeError, AssertionError) as e:     # torchax asserts too
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         op = re.search(r"(aten[.:][\w.]+)", str(e))
         raise UnsupportedOpError(op[1] if op else "torch", kind="PyTorch op", detail=f"torchax cannot lower it: {first[:300]}") from e
@@ -222,7 +225,7 @@ def _data_dependent(e: Exception) -> UnsupportedOpError:
 def _dynamic_dims(e: HloParseError, kind: str) -> UnsupportedOpError:
     """A framework's HLO with a dynamic dimension (a shape bounded but known only at run time:
     TF's tf.unique, tf.where, boolean masks) as the op that made it."""
-    inst = re.search(r"^\s*([A-Za-z_]\w*?)(?:[._]\d+)*\s*=", str(e), re.M)
+    inst = re.search(r"^\s*([A-Za-z_]\w*?)(?:[._]\d+)*\s*=", str(e), re.MULTILINE)
     return UnsupportedOpError(inst[1] if inst else "dynamic shape", kind=kind, detail="its result's shape depends "
                               f"on the data (a dynamic dimension in XLA's HLO: {str(e).splitlines()[0][:200]}); "
                               "hlotune compiles static shapes only: pad to a fixed size")

@@ -171,6 +171,17 @@ class Lowering:
     key_orders: object = None
 
 
+def hlo_text(lowered) -> str:
+    """The HLO text of a ``jax.stages.Lowered`` with every constant's literal printed (XLA's
+    default printer elides those of more than a few elements as ``{...}``, which no reader can
+    take back: a function closing over a numpy array would lose it)."""
+    comp = lowered.compiler_ir("hlo")
+    try:
+        return comp.as_hlo_text(print_large_constants=True)
+    except TypeError:       # a jaxlib whose printer takes no options: its default text
+        return comp.as_hlo_text()
+
+
 def lower(f, args: Sequence = (), kwargs: dict | None = None, static_argnums=(), static_argnames=()) -> Lowering:
     """Lower JAX function ``f`` for ``args``/``kwargs`` (arrays, ShapeDtypeStructs, scalars),
     or take a ``Lowered`` as it is (then no arguments)."""
@@ -191,7 +202,7 @@ def lower(f, args: Sequence = (), kwargs: dict | None = None, static_argnums=(),
                           keep_unused=True).lower(*args, **kwargs)
     else:
         raise ConfigError(f"expected a JAX function or a jax.stages.Lowered, got {type(f).__name__}")
-    text = lowered.compiler_ir("hlo").as_hlo_text()
+    text = hlo_text(lowered)
     outs = tuple(jax.tree_util.tree_leaves(lowered.out_info))
     return Lowering(text, lowered.in_tree, lowered.out_tree, outs, orders.get("out"))
 

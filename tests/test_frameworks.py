@@ -206,3 +206,52 @@ def test_framework_models_run_on_opencl(build):
     else:
         want, m = model(x).numpy(), hlotune.from_tensorflow(model, x)
     _close(hlotune.compile(m, target=target)(x), want, tol=1e-3)
+
+
+# ------------------------------------------------------------------ Keras 3 on each backend
+
+KERAS_SCRIPT = r"""
+import numpy as np, keras, hlotune
+keras.utils.set_random_seed(0)
+inp = keras.Input((10, 6))
+h = keras.layers.Conv1D(8, 3, padding="same", activation="relu")(inp)
+h = keras.layers.LayerNormalization()(h)
+h = keras.layers.BatchNormalization()(h)
+out = keras.layers.Dense(3)(keras.layers.GlobalAveragePooling1D()(h))
+model = keras.Model(inp, out)
+x = np.random.default_rng(1).standard_normal((2, 10, 6)).astype(np.float32)
+want = np.asarray(keras.ops.convert_to_numpy(model(x, training=False)))
+m = hlotune.from_keras(model, x)
+got = hlotune.compile(m)(x)
+assert keras.backend.backend() == "{backend}", keras.backend.backend()
+np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
+w = model.trainable_variables[-1]
+named = {{w.path: np.asarray(keras.ops.convert_to_numpy(w.value)) + 1}}
+np.testing.assert_allclose(hlotune.compile(m)(x, **named), want + 1, rtol=2e-4, atol=2e-4)   # Dense's bias
+folded = hlotune.from_keras(model, x, weights="constants")
+assert len(folded.params) == 1
+np.testing.assert_allclose(hlotune.compile(folded)(x), want, rtol=2e-4, atol=2e-4)
+print("ok", len(m.params))
+"""
+
+
+@pytest.mark.parametrize("backend,needs", [("jax", "jax"), ("tensorflow", "tensorflow"), ("torch", "torchax")])
+def test_keras_models_on_every_backend(backend, needs):
+    """``hlotune.from_keras`` through the backend Keras runs on (chosen per process by
+    KERAS_BACKEND, so each runs in a child): the answer matches Keras's own, the last bias
+    replaced by name shifts it by one, and ``weights="constants"`` leaves the input alone. On
+    the torch backend the model is refused by name (torchax cannot trace Keras's layers)."""
+    import subprocess
+    import sys
+    pytest.importorskip("keras", reason="the tensorflow extra is not installed")
+    pytest.importorskip(needs, reason=f"{needs} is not installed (the {backend} extra)")
+    env = {**os.environ, "KERAS_BACKEND": backend, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    script = KERAS_SCRIPT.format(backend=backend)
+    if backend == "torch":
+        script = script.replace("m = hlotune.from_keras(model, x)", "from hlotune.dsl.errors import UnsupportedOpError\n"
+                                "try:\n    hlotune.from_keras(model, x)\nexcept UnsupportedOpError as e:\n"
+                                "    assert 'KERAS_BACKEND=jax' in str(e), e\n    print('ok refused')\n"
+                                "    raise SystemExit(0)\nraise AssertionError('not refused')")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600,
+                       check=False)
+    assert r.returncode == 0 and r.stdout.startswith("ok"), r.stderr[-3000:]

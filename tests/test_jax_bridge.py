@@ -212,3 +212,19 @@ def test_compiled_modules_take_keywords_and_python_scalars():
                           ((1.0, 2.5, 3), {}, "not a scalar")):
         with pytest.raises(KernelArgumentError, match=msg):
             cm(*args, **kw)
+
+
+def test_a_function_closing_over_arrays_keeps_their_values():
+    """Arrays a function closes over become constants of its HLO, printed in full: XLA's
+    default printer elides those of more than a few elements as ``{...}``."""
+    rng = np.random.default_rng(3)
+    table = rng.standard_normal((64, 48)).astype(np.float32)
+    bias = np.arange(48, dtype=np.int32)
+
+    def f(x):
+        return jnp.tanh(x @ table) + bias.astype(jnp.float32)
+    x = rng.standard_normal((5, 64)).astype(np.float32)
+    _close(hlotune.jit(f)(x), jax.jit(f)(x))
+    m = hlotune.load_hlo(f, x)
+    assert len(m.params) == 1
+    _close(hlotune.compile(m)(x), jax.jit(f)(x))
