@@ -48,7 +48,7 @@ DRIFT, SUSTAIN = 1.3, 0.05
 #: calls between probes: at first, at most at the full count, at most below it
 MIN_INTERVAL, MAX_INTERVAL, MAX_REDUCED = 8, 256, 32
 #: seconds of the program's calls between probes at the full count: after the first, at most
-MIN_GAP, MAX_GAP = 0.01, 2.0
+MIN_GAP, MAX_GAP = 0.25, 2.0
 #: calls not sampled (first touches of buffers), and the current count's samples kept
 WARMUP, WINDOW = 8, 5
 #: between probes, one call in SAMPLE is timed at first, then one per SAMPLE_S seconds of calls
