@@ -113,17 +113,26 @@ def time_call(fn: Callable[[], object], min_ms: float = 50.0) -> tuple[float, in
 SETTLE_S = 0.3
 
 
+#: seconds of untimed calls after the quiet, before each timing: on this VM a core left idle
+#: runs the next 10-35 ms of two-thread calls 6-50x slower, whoever makes them, which would
+#: otherwise land inside a 50 ms timing of a microsecond program.
+WARM_S = 0.04
+
+
 def interleaved(contenders: dict[str, Callable[[], object]], repeats: int = 10,
-                min_ms: float = 50.0, settle_s: float = SETTLE_S) -> dict[str, list[float]]:
+                min_ms: float = 50.0, settle_s: float = SETTLE_S, warm_s: float = WARM_S) -> dict[str, list[float]]:
     """Time each contender ``repeats`` times, alternating A B A B, each after ``settle_s`` of
-    quiet and one untimed call; returns seconds per call."""
+    quiet and ``warm_s`` of untimed calls (at least one); returns seconds per call."""
     for fn in contenders.values():
         fn()  # warm up
     out: dict[str, list[float]] = {k: [] for k in contenders}
     for _ in range(repeats):
         for name, fn in contenders.items():
             time.sleep(settle_s)
+            t0 = time.perf_counter()
             fn()
+            while time.perf_counter() - t0 < warm_s:
+                fn()
             out[name].append(time_call(fn, min_ms)[0])
     return out
 

@@ -10,8 +10,8 @@ Each framework prints XLA's own HLO of the model, and ``load_hlo`` lowers it:
   inputs), then ``jax.jit(...).lower``. (torch_xla's StableHLO export needs torch_xla's own
   build of torch, pinned to one version, and an XLA runtime: several GB more than torchax's pure
   Python on top of torch and jax.)
-- Keras 3 on the JAX backend lowers its ``stateless_call`` with JAX; on the torch backend a
-  model is a ``torch.nn.Module`` and takes the PyTorch path.
+- Keras 3 on the JAX backend lowers its ``stateless_call`` with JAX; on the torch backend
+  ``torch.export`` traces ``stateless_call`` and torchax interprets the exported graph into JAX.
 
 Weights travel as named parameters and are bound to the module (``Module.bound``): calls take
 only the example arguments' counterparts, positional, and any weight may be passed by name to
@@ -129,19 +129,13 @@ def _keras_model(obj):
 
 
 def from_keras(model, *example_args, weights: str = "inputs") -> Module:
-    """A Keras 3 model through its backend: TensorFlow (``from_tensorflow``) or JAX (its
-    ``stateless_call`` lowered by JAX); weights named by their Keras paths. On the torch backend
-    it is refused (UnsupportedOpError: torchax cannot trace Keras's layers)."""
+    """A Keras 3 model through its backend: TensorFlow (``from_tensorflow``), JAX (its
+    ``stateless_call`` lowered by JAX) or torch (``stateless_call`` exported by ``torch.export``,
+    then torchax's interpreter of the exported aten graph into JAX); weights named by their Keras
+    paths."""
     _check_weights(weights)
     import keras
     backend = keras.backend.backend()
-    if backend == "torch":
-        # torchax traces torch modules, but Keras's layers move every tensor to Keras's own
-        # device (a plain CPU tensor) and keep their weights as torch Parameters, which torchax
-        # refuses to mix with its own: no Keras layer traces (Dense alone fails)
-        raise UnsupportedOpError("Keras on the torch backend", kind="Keras backend", detail="torchax cannot trace "
-                                 "Keras's layers (they move its tensors back to the CPU device); run the same model "
-                                 "with KERAS_BACKEND=jax or tensorflow, or pass a torch.nn.Module to from_torch")
     tvars, nvars = list(model.trainable_variables), list(model.non_trainable_variables)
     names = [v.path for v in tvars + nvars]
     tw = [np.asarray(keras.ops.convert_to_numpy(v.value)) for v in tvars]
@@ -162,6 +156,15 @@ def from_keras(model, *example_args, weights: str = "inputs") -> Module:
         if weights == "constants":
             return load_hlo(hlo_text(jax.jit(lambda *xs: run(tw, nw, *xs), keep_unused=True).lower(*args)))
         m = load_hlo(hlo_text(jax.jit(run, keep_unused=True).lower(tw, nw, *args)))
+    elif backend == "torch":
+        # torchax cannot run Keras's layers eagerly (they move tensors to Keras's own device),
+        # but torch.export traces them into an aten graph that torchax interprets
+        k = len(tw) + len(nw)
+        text = _exported_hlo(lambda *a: run(a[:len(tw)], a[len(tw):k], *a[k:]), [*tw, *nw, *args],
+                             fixed=k if weights == "constants" else 0)
+        if weights == "constants":
+            return load_hlo(text)
+        m = load_hlo(text)
     else:
         raise ConfigError(f"Keras backend {backend!r}: hlotune takes tensorflow, jax or torch", "KERAS_BACKEND")
     return _bind(m, names, tw + nw, len(args))
@@ -202,6 +205,43 @@ def from_torch(module, *example_args, weights: str = "inputs") -> Module:
         raise UnsupportedOpError(op[1] if op else "torch", kind="PyTorch op", detail=f"torchax cannot lower it: {first[:300]}") from e
     m = load_hlo(text)
     return m if weights == "constants" else _bind(m, names, values, len(args))
+
+
+def _exported_hlo(fn, args: list, fixed: int = 0) -> str:
+    """XLA's HLO of ``fn(*args)`` (a function of torch tensors) through ``torch.export`` and
+    torchax's interpreter of the exported graph; the first ``fixed`` arguments are folded in as
+    constants, the others are the module's parameters in order."""
+    _torchax()
+    import jax
+    import torch
+    from torchax.export import exported_program_to_jax
+
+    class _Fn(torch.nn.Module):          # the function as a module with no parameters of its own
+        def forward(self, *a):
+            return fn(*a)
+    targs = tuple(torch.from_numpy(np.ascontiguousarray(a)) for a in args)
+    try:
+        exported = torch.export.export(_Fn(), targs)
+    except Exception as e:      # torch's tracer fails with its own errors, and with IndexError on some
+        chain = f"{e!r} {e.__context__!r} {e.__cause__!r}"
+        if "DataDependent" in chain or "data-dependent" in chain or "data dependent" in chain:
+            raise _data_dependent(e) from None
+        raise UnsupportedOpError("torch.export", kind="PyTorch tracer", detail=f"torch.export could not trace the "
+                                 f"model ({type(e).__name__}: {str(e).splitlines()[0][:300] if str(e) else ''})") from e
+    try:
+        state, jfn = exported_program_to_jax(exported)
+        consts = [np.asarray(a) for a in args[:fixed]]
+        lowered = jax.jit(lambda *xs: jfn(state, (*consts, *xs)), keep_unused=True).lower(*args[fixed:])
+    except (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndexError) as e:
+        raise _data_dependent(e) from None
+    except (NotImplementedError, RuntimeError, TypeError, AssertionError) as e:   # torch.export's and torchax's
+        if "data-dependent" in str(e) or "data dependent" in str(e):
+            raise _data_dependent(e) from None
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        op = re.search(r"(aten[.:][\w.]+)", str(e))
+        raise UnsupportedOpError(op[1] if op else "torch", kind="PyTorch op",
+                                 detail=f"torch.export or torchax cannot lower it ({type(e).__name__}: {first[:300]})") from e
+    return hlo_text(lowered)
 
 
 #: what JAX says when an op's result shape would depend on the data (nonzero, unique, masks)
