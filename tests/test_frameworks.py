@@ -266,3 +266,26 @@ def test_keras_models_on_every_backend(backend, needs):
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=600,
                        check=False)
     assert r.returncode == 0 and r.stdout.startswith("ok"), r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("build", [keras_cnn, torch_resnet_block])
+def test_framework_models_tune_on_opencl(build, tmp_path):
+    """A Keras and a PyTorch model tuned on the OpenCL device: every measured trial is recorded
+    for that device, and the tuned module still matches the framework."""
+    target = _opencl()
+    model, x = build()
+    if hasattr(model, "eval"):
+        torch = _torch()
+        model.eval()
+        with torch.no_grad():
+            want = model(x).numpy()
+        m, x = hlotune.from_torch(model, x), x.numpy()
+    else:
+        want, m = model(x).numpy(), hlotune.from_tensorflow(model, x)
+    db = str(tmp_path / "t.db")
+    res = hlotune.tune(m, target=target, trials=6, db=db, progress=False, confirm_rounds=0)
+    assert sum(r.trials for r in res) >= 6 and all(r.best_time is None or r.best_time > 0 for r in res)
+    trials = hlotune.report(db).trials()
+    measured = trials[trials["failure"].isna() | (trials["failure"] == "")]
+    assert len(measured) >= 6 and set(trials["target"].str.split(":").str[0]) == {"opencl"}
+    _close(hlotune.compile(m, target=target, db=db)(x), want, tol=1e-3)
