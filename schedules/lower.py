@@ -345,8 +345,13 @@ class _Lowerer:
             if attach:
                 out = self.attach_at(v, out)
             a = st.annotations.get(v, LoopKind.SERIAL)
-            out = For(v, loop_ext[v], LoopKind.BIND, out, thread=a) if isinstance(a, Thread) else \
-                For(v, loop_ext[v], a, out)
+            if isinstance(a, Thread):
+                out = For(v, loop_ext[v], LoopKind.BIND, out, thread=a)
+                continue
+            outside, out = _split_guard(out, v)
+            out = For(v, loop_ext[v], a, out)
+            if outside is not None:         # a tail guard of outer loops: out of this loop,
+                out = If(outside, out)      # so a vectorized inner loop has no branch
         return out
 
     def attach_at(self, v: IterVar, rest: Stmt) -> Stmt:
@@ -613,3 +618,33 @@ def _has_loop(s: Stmt) -> bool:
 def lower(s: Schedule, name: str = "kernel") -> LoweredFunc:
     """Lower schedule ``s`` to a LoweredFunc (inputs then outputs as arguments)."""
     return _Lowerer(s).lower(name)
+
+
+def _conjuncts(c: Expr) -> list[Expr]:
+    return _conjuncts(c.src[0]) + _conjuncts(c.src[1]) if c.op is Op.AND and c.dtype == dt.bool_ else [c]
+
+
+def _split_guard(body: Stmt, v: IterVar) -> tuple[Expr | None, Stmt]:
+    """``body`` (a loop over ``v``'s body) as (the part of its guard that does not depend on
+    ``v``, the body under the rest): ``for v: if (a && b(v)) s`` runs as
+    ``if (a) for v: if (b(v)) s``. Only guards over loop indices (no loads) move."""
+    if not isinstance(body, If):
+        return None, body
+    inv, dep = [], []
+    for c in _conjuncts(body.cond):
+        nodes = list(walk([c]))
+        movable = all(e.op is not Op.LOAD for e in nodes) and all(e.arg is not v for e in nodes if e.op is Op.VAR)
+        (inv if movable else dep).append(c)
+    if not inv:
+        return None, body
+    rest = body.then
+    if dep:
+        rest = If(_all(dep), rest)
+    return _all(inv), rest
+
+
+def _all(cs: list[Expr]) -> Expr:
+    c = cs[0]
+    for x in cs[1:]:
+        c = binary(Op.AND, c, x)
+    return c

@@ -247,7 +247,7 @@ def test_dots_sharing_an_input_each_pack_it():
     s = default_schedule(outs, hw=MACHINES[1])
     assert {"X.shared", "X.shared1", "X.shared2"} <= set(s.stages)
     f = hlotune.build(s)
-    assert f.source.count("hl_acc0 =") == 3
+    assert f.source.count("hl_acc0 = hl_vld") == 3
     ins = random_inputs(outs, seed=2)
     for got, ref in zip(as_tuple(f(*ins)), evaluate(outs, ins)):
         assert_close(got, ref, *MATMUL_F32)

@@ -482,7 +482,7 @@ def microkernels(s, hw=None) -> int:
     from hlotune.runtime.codegen.c import CRenderer
     from hlotune.schedules.hardware import Hardware
     hw = hw or Hardware(vector_bytes=64, vector_regs=32, threads=2)
-    return CRenderer(hw).function(s.lower()).count("hl_acc0 = ")
+    return CRenderer(hw).function(s.lower()).count("hl_acc0 = hl_vld")
 
 
 def _hw(bytes_=64, regs=32):

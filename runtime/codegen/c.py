@@ -44,9 +44,46 @@ def helpers() -> str:
 #else
 #define HL_NO_CONTRACT
 #endif
-HL_INLINE float hl_round_f16(float f) { return (float)(_Float16)f; }
-HL_INLINE uint16_t hl_f32_to_f16bits(float f) { _Float16 h = (_Float16)f; uint16_t u; memcpy(&u, &h, 2); return u; }
+/* float16: with AVX512-FP16 the compiler vectorizes _Float16 itself; elsewhere gcc keeps every
+   _Float16 load, store and conversion scalar. Vectorized loops (HL_VLD_F16, HL_VST_F16,
+   hl_vround_f16) then move values as their bits (hl_h16) and convert in integer arithmetic
+   with selects by mask (no branch), rounding to nearest even exactly as vcvtps2ph/vcvtph2ps do
+   (NaNs quieted, payloads kept); scalar loops keep the one-instruction conversions. */
+typedef uint16_t hl_h16 __attribute__((may_alias));
+#ifdef __AVX512FP16__
 HL_INLINE float hl_f16bits_to_f32(uint16_t u) { _Float16 h; memcpy(&h, &u, 2); return (float)h; }
+HL_INLINE uint16_t hl_f32_to_f16bits(float f) { _Float16 h = (_Float16)f; uint16_t u; memcpy(&u, &h, 2); return u; }
+HL_INLINE float hl_round_f16(float f) { return (float)(_Float16)f; }
+#define hl_vround_f16 hl_round_f16
+#define HL_VLD_F16(p) ((float)*(p))
+#define HL_VST_F16(p, v) (*(p) = (_Float16)(v))
+#else
+HL_INLINE uint32_t hl_pick(uint32_t c, uint32_t a, uint32_t b) { uint32_t m = 0u - c; return (a & m) | (b & ~m); }
+HL_INLINE float hl_f16bits_to_f32(uint16_t h) {
+  uint32_t em = (uint32_t)h & 0x7fffu;                       /* exponent and mantissa */
+  float sub = (float)(int32_t)em * 5.9604644775390625e-08f;  /* subnormal: em * 2^-24, exact */
+  uint32_t subb; memcpy(&subb, &sub, 4);
+  uint32_t r = hl_pick(em >= 0x7c00u, (em << 13) | 0x7f800000u | ((uint32_t)(em > 0x7c00u) << 22),
+                       (em << 13) + 0x38000000u);            /* inf/NaN, or exponent rebiased */
+  r = hl_pick(em < 0x400u, subb, r) | (((uint32_t)h & 0x8000u) << 16);
+  float f; memcpy(&f, &r, 4); return f;
+}
+HL_INLINE uint16_t hl_f32_to_f16bits(float f) {
+  uint32_t x; memcpy(&x, &f, 4);
+  uint32_t a = x & 0x7fffffffu;
+  float af; memcpy(&af, &a, 4);
+  float s = af + 0.5f;              /* below 2^-14: 0.5's ulp (2^-24) is the subnormal step */
+  uint32_t sb; memcpy(&sb, &s, 4);
+  uint32_t r = hl_pick(a < 0x38800000u, sb - 0x3f000000u, (a + 0x0fffu + ((a >> 13) & 1u) - 0x38000000u) >> 13);
+  r = hl_pick(a >= 0x477ff000u, 0x7c00u, r);                 /* 65520 and up round to inf */
+  r = hl_pick(a > 0x7f800000u, 0x7e00u | ((a >> 13) & 0x3ffu), r);
+  return (uint16_t)(r | ((x >> 16) & 0x8000u));
+}
+HL_INLINE float hl_vround_f16(float f) { return hl_f16bits_to_f32(hl_f32_to_f16bits(f)); }
+HL_INLINE float hl_round_f16(float f) { return (float)(_Float16)f; }   /* one vcvtps2ph each way */
+#define HL_VLD_F16(p) hl_f16bits_to_f32(*(const hl_h16*)(p))
+#define HL_VST_F16(p, v) (*(hl_h16*)(p) = hl_f32_to_f16bits(v))
+#endif
 /* heap scratch: NULL when it cannot be had; the kernel then skips its work and returns nonzero
    (hl_status), which the runtime turns into MemoryError. Never abort(): it would end the host. */
 static void* hl_alloc(size_t n) { void* p = NULL; return posix_memalign(&p, 64, n ? n : 64) ? NULL : p; }
@@ -92,8 +129,15 @@ class CRenderer(CStyleRenderer):
         super().__init__()
         self.hardware = hardware or GENERIC
         self.vector_types: dict[str, str] = {}
+        self.simd_depth = 0                 # how many vectorized loops enclose what renders now
 
     def stmt(self, s, depth: int) -> list[str]:
+        if isinstance(s, For) and s.kind is LoopKind.VECTORIZE:
+            self.simd_depth += 1            # float16 converts in vectorizable arithmetic inside
+            try:
+                return super().stmt(s, depth)
+            finally:
+                self.simd_depth -= 1
         if isinstance(s, For) and s.kind in (LoopKind.SERIAL, LoopKind.UNROLL):
             hw = self.hardware
             mk = match(s, self.flat_index, hw.vector_bytes, hw.vector_regs)
@@ -127,6 +171,15 @@ class CRenderer(CStyleRenderer):
         float32 code elsewhere keeps its fused multiply-adds."""
         sig = super().signature(fn)
         return f"HL_NO_CONTRACT {sig}" if multiplies_16bit(fn) else sig
+
+    def half_load(self, ref: str) -> str:
+        return f"HL_VLD_F16(&{ref})" if self.simd_depth else super().half_load(ref)
+
+    def half_store(self, ref: str, v: str) -> str:
+        return f"HL_VST_F16(&{ref}, {v});" if self.simd_depth else super().half_store(ref, v)
+
+    def round16(self, s: str, d) -> str:
+        return f"hl_vround_f16({s})" if d is dt.float16 and self.simd_depth else super().round16(s, d)
 
     def float_op(self, op, a, d):
         if d is not dt.float64 and op in _VMATH:

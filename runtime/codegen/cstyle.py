@@ -193,7 +193,7 @@ class CStyleRenderer:
         if buf.dtype is dt.bfloat16:
             return f"hl_bf16_to_f32({s})"
         if buf.dtype is dt.float16:
-            return f"((float){s})"
+            return self.half_load(s)
         if buf.dtype.format is not None:
             return f"hl_{buf.dtype.name}_to_f32({s})"
         if buf.dtype.is_sub_byte:
@@ -356,16 +356,24 @@ class CStyleRenderer:
                 return f"({self.expr(e.src[0])} ? {a} : {b})"
         return None
 
+    def half_load(self, ref: str) -> str:
+        """The float value of the float16 element ``ref``."""
+        return f"((float){ref})"
+
+    def half_store(self, ref: str, v: str) -> str:
+        """The statement storing float ``v`` rounded to float16 into element ``ref``."""
+        return f"{ref} = (({self.half_type}){v});"
+
     def store(self, s: Store) -> str:
         buf = s.buffer
         raw = self.moved(s.value, buf.dtype) if buf.dtype is dt.bfloat16 else None
         if raw is not None:
             return f"{self.name(buf, buf.name)}[{self.expr(self.flat_index(buf, s.indices))}] = {raw};"
         v = self.expr(s.value)
+        if buf.dtype is dt.float16:
+            return self.half_store(f"{self.name(buf, buf.name)}[{self.expr(self.flat_index(buf, s.indices))}]", v)
         if buf.dtype is dt.bfloat16:
             v = f"hl_f32_to_bf16({v})"
-        elif buf.dtype is dt.float16:
-            v = f"(({self.half_type}){v})"
         elif buf.dtype.format is not None:
             v = f"hl_enc_{buf.dtype.name}_f32({v})"
         elif buf.dtype.is_sub_byte:

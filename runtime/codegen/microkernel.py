@@ -214,7 +214,7 @@ def vector_helpers(d, lanes: int) -> str:
                 f"typedef _Float16 {vt}_f16 __attribute__((vector_size({2 * lanes}), aligned(2), may_alias));\n"
                 f"HL_INLINE {vt} hl_vld_bfloat16_{vt[3:]}(const uint16_t* p) {{ "
                 f"return ({vt})(__builtin_convertvector(*(const {vt}_u16*)p, {mt}) << 16); }}\n"
-                + X86_INTRINSICS + _f16_load(vt, lanes))
+                + X86_INTRINSICS + _f16_load(vt, lanes) + _fma(vt, lanes))
     return out
 
 
@@ -240,6 +240,21 @@ def _f16_load(vt: str, lanes: int) -> str:
         return out + generic + "}\n"
     mac, it, ld, cv = _CVTPH[lanes]
     return (f"{out}#if defined({mac})\n  return ({vt}){cv}({ld}(({it} const*)p));\n#else\n{generic}#endif\n}}\n")
+
+
+#: the fused multiply-add per width: (macro, intrinsic type, intrinsic)
+_FMA = {16: ("__AVX512F__", "__m512", "_mm512_fmadd_ps"), 8: ("__FMA__", "__m256", "_mm256_fmadd_ps"),
+        4: ("__FMA__", "__m128", "_mm_fmadd_ps")}
+
+
+def _fma(vt: str, lanes: int) -> str:
+    """``hl_vfma_<vt>(a, b, c)``: ``a * b + c`` fused where the target has FMA, also inside a
+    function compiled uncontracted (one rounding 16-bit products: a tile's f32 products are not)."""
+    out = f"HL_INLINE {vt} hl_vfma_{vt[3:]}({vt} a, {vt} b, {vt} c) {{\n"
+    if lanes not in _FMA:
+        return out + "  return a * b + c;\n}\n"
+    mac, it, fn = _FMA[lanes]
+    return f"{out}#if defined({mac})\n  return ({vt}){fn}(({it})a, ({it})b, ({it})c);\n#else\n  return a * b + c;\n#endif\n}}\n"
 
 
 class MicroKernelPrinter:
@@ -293,6 +308,11 @@ class MicroKernelPrinter:
         for name, (row, q, n) in zip(accs, cells):
             if mk.group is not None:
                 body.append(f"{ipad}{name} = {self._group_step(name, self._env(row, q), n, temps, ipad, out)};")
+            elif mk.term.op is Op.MUL and mk.term.dtype is dt.float32 and self.d is dt.float32 and n > 1:
+                vt = self.types[n]      # fused: the tile's update is an FMA even where the function is not contracted
+                a, b = ((t if isv else f"({t} - ({vt}){{0}})")        # x - (+0) is x, -0 and NaN included
+                        for t, isv in (self._vexpr(x, self._env(row, q), n, temps, ipad, out) for x in mk.term.src))
+                body.append(f"{ipad}{name} = hl_vfma_{vt[3:]}({a}, {b}, {name});")
             else:
                 body.append(f"{ipad}{name} += {self._vexpr(mk.term, self._env(row, q), n, temps, ipad, out)[0]};")
         out += body
