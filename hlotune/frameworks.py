@@ -160,11 +160,10 @@ def from_keras(model, *example_args, weights: str = "inputs") -> Module:
         # torchax cannot run Keras's layers eagerly (they move tensors to Keras's own device),
         # but torch.export traces them into an aten graph that torchax interprets
         k = len(tw) + len(nw)
-        text = _exported_hlo(lambda *a: run(a[:len(tw)], a[len(tw):k], *a[k:]), [*tw, *nw, *args],
-                             fixed=k if weights == "constants" else 0)
+        m = load_hlo(_exported_hlo(lambda *a: run(a[:len(tw)], a[len(tw):k], *a[k:]), [*tw, *nw, *args],
+                                   fixed=k if weights == "constants" else 0))
         if weights == "constants":
-            return load_hlo(text)
-        m = load_hlo(text)
+            return m
     else:
         raise ConfigError(f"Keras backend {backend!r}: hlotune takes tensorflow, jax or torch", "KERAS_BACKEND")
     return _bind(m, names, tw + nw, len(args))
@@ -200,9 +199,7 @@ def from_torch(module, *example_args, weights: str = "inputs") -> Module:
     except (jax.errors.ConcretizationTypeError, jax.errors.NonConcreteBooleanIndexError) as e:
         raise _data_dependent(e) from None
     except (NotImplementedError, RuntimeError, TypeError, AssertionError) as e:     # torchax asserts too
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        op = re.search(r"(aten[.:][\w.]+)", str(e))
-        raise UnsupportedOpError(op[1] if op else "torch", kind="PyTorch op", detail=f"torchax cannot lower it: {first[:300]}") from e
+        raise _torch_op_error(e, "torchax cannot lower it: ") from e
     m = load_hlo(text)
     return m if weights == "constants" else _bind(m, names, values, len(args))
 
@@ -237,11 +234,15 @@ def _exported_hlo(fn, args: list, fixed: int = 0) -> str:
     except (NotImplementedError, RuntimeError, TypeError, AssertionError) as e:   # torch.export's and torchax's
         if "data-dependent" in str(e) or "data dependent" in str(e):
             raise _data_dependent(e) from None
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        op = re.search(r"(aten[.:][\w.]+)", str(e))
-        raise UnsupportedOpError(op[1] if op else "torch", kind="PyTorch op",
-                                 detail=f"torch.export or torchax cannot lower it ({type(e).__name__}: {first[:300]})") from e
+        raise _torch_op_error(e, f"torch.export or torchax cannot lower it ({type(e).__name__}): ") from e
     return hlo_text(lowered)
+
+
+def _torch_op_error(e: Exception, how: str) -> UnsupportedOpError:
+    """A PyTorch op the JAX path cannot lower, named by the aten op in ``e``'s message."""
+    first = str(e).splitlines()[0] if str(e) else type(e).__name__
+    op = re.search(r"(aten[.:][\w.]+)", str(e))
+    return UnsupportedOpError(op[1] if op else "torch", kind="PyTorch op", detail=f"{how}{first[:300]}")
 
 
 #: what JAX says when an op's result shape would depend on the data (nonzero, unique, masks)

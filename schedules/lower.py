@@ -228,12 +228,7 @@ class _Lowerer:
 
         def guarded(stmt, reduce_part: bool):
             conds = [c for c, r in guards if reduce_part or not r]
-            if not conds:
-                return stmt
-            c = conds[0]
-            for x in conds[1:]:
-                c = binary(Op.AND, c, x)
-            return If(c, stmt)
+            return If(_all(conds), stmt) if conds else stmt
 
         if op.is_reduction:
             spec = body[0].arg
