@@ -1,10 +1,10 @@
 """How hlotune's CPU kernels use threads, measured on real layers, quiet and next to a busy
 process: the thread count each call measures against the cores actually free
-(runtime/threads.py, hlotune's default) against the target's fixed count, with one OpenMP
-parallel region per kernel whose parallel loops are taskloops (what the C renderer emits) or one
-``parallel for`` region per stage (what it emitted before), under OpenMP's short spin then sleep
-(hlotune's default, GOMP_SPINCOUNT=10000), passive, hybrid (libgomp's: a long spin, then sleep)
-and active wait policies.
+(runtime/threads.py, hlotune's default) against the target's fixed count, with each parallel
+loop its own ``parallel for`` region of static chunks (what the C renderer emits) or one OpenMP
+parallel region per kernel whose parallel loops are taskloops (what it emitted before), under
+OpenMP's short spin then sleep (hlotune's default, GOMP_SPINCOUNT=10000), passive, hybrid
+(libgomp's: a long spin, then sleep) and active wait policies.
 
 Run: ``python -m bench.threading_cpu [--only LAYER ...]`` (needs the ``bench`` extra). Each
 variant runs in its own process (the wait policy is read when libgomp loads), timing hlotune's
@@ -22,32 +22,46 @@ import sys
 
 from .common import environment, interleaved, md_table, write_results
 
-#: name -> (codegen, environment): hlotune's default is taskloops and a short spin (10000); libgomp's
-#: own default spins GOMP_SPINCOUNT=300000 times before sleeping ("hybrid")
+#: name -> (codegen, environment): hlotune's default is a ``parallel for`` per loop and a short spin
+#: (10000); libgomp's own default spins GOMP_SPINCOUNT=300000 times before sleeping ("hybrid")
 VARIANTS = {
-    "adaptive threads, taskloop, short spin (hlotune's default)": ("tasks", {"GOMP_SPINCOUNT": "10000"}),
-    "fixed threads, taskloop, short spin": ("tasks", {"GOMP_SPINCOUNT": "10000", "HLOTUNE_ADAPTIVE_THREADS": "0"}),
-    "fixed threads, taskloop, passive": ("tasks", {"OMP_WAIT_POLICY": "PASSIVE", "HLOTUNE_ADAPTIVE_THREADS": "0"}),
-    "fixed threads, taskloop, hybrid (libgomp's default)": ("tasks", {"GOMP_SPINCOUNT": "300000",
-                                                                      "HLOTUNE_ADAPTIVE_THREADS": "0"}),
-    "fixed threads, taskloop, active": ("tasks", {"OMP_WAIT_POLICY": "ACTIVE", "HLOTUNE_ADAPTIVE_THREADS": "0"}),
-    "parallel for per stage, hybrid": ("for", {"GOMP_SPINCOUNT": "300000", "HLOTUNE_ADAPTIVE_THREADS": "0"}),
-    "parallel for per stage, passive": ("for", {"OMP_WAIT_POLICY": "PASSIVE", "HLOTUNE_ADAPTIVE_THREADS": "0"}),
+    "adaptive threads, parallel for, short spin (hlotune's default)": ("for", {"GOMP_SPINCOUNT": "10000"}),
+    "fixed threads, parallel for, short spin": ("for", {"GOMP_SPINCOUNT": "10000", "HLOTUNE_ADAPTIVE_THREADS": "0"}),
+    "fixed threads, parallel for, passive": ("for", {"OMP_WAIT_POLICY": "PASSIVE", "HLOTUNE_ADAPTIVE_THREADS": "0"}),
+    "fixed threads, parallel for, hybrid (libgomp's default)": ("for", {"GOMP_SPINCOUNT": "300000",
+                                                                        "HLOTUNE_ADAPTIVE_THREADS": "0"}),
+    "adaptive threads, one region of taskloops, short spin": ("tasks", {"GOMP_SPINCOUNT": "10000"}),
+    "fixed threads, one region of taskloops, short spin": ("tasks", {"GOMP_SPINCOUNT": "10000",
+                                                                    "HLOTUNE_ADAPTIVE_THREADS": "0"}),
+    "fixed threads, one region of taskloops, passive": ("tasks", {"OMP_WAIT_POLICY": "PASSIVE",
+                                                                 "HLOTUNE_ADAPTIVE_THREADS": "0"}),
 }
 
 
-def _per_stage_regions() -> None:
-    """Render every parallel loop as its own ``parallel for`` region (the former codegen)."""
+def _taskloop_regions() -> None:
+    """Render each kernel as one parallel region in which one thread runs the stages and every
+    parallel loop is a taskloop of 4 tasks per thread (the former codegen)."""
     from hlotune.runtime.codegen import c
     from hlotune.runtime.codegen.cstyle import CStyleRenderer
-    from hlotune.schedules.loops import LoopKind
+    from hlotune.schedules.loops import For, LoopKind, walk_stmts
 
     def loop_pragma(self, f, _orig=c.CRenderer.loop_pragma):
         if f.kind is LoopKind.PARALLEL:
-            return [f"#pragma omp parallel for schedule(static) num_threads({self.hardware.threads})"]
+            t = self.hardware.threads
+            return [f"#pragma omp taskloop default(shared) num_tasks({4 * t})"] if t > 1 else []
         return _orig(self, f)
+
+    def function(self, fn):
+        t = self.hardware.threads
+        if t <= 1 or not any(isinstance(x, For) and x.kind is LoopKind.PARALLEL for x in walk_stmts(fn.body)):
+            return CStyleRenderer.function(self, fn)
+        for b in fn.args:
+            self.name(b, b.name)
+        return "\n".join([self.signature(fn) + " {", *self.prologue(fn), *c.team_lines(t),
+                          "  #pragma omp parallel num_threads(hl_team)", "  #pragma omp single", "  {",
+                          *self.stmt(fn.body, 2), "  }", *self.epilogue(fn), "}"])
     c.CRenderer.loop_pragma = loop_pragma
-    c.CRenderer.function = CStyleRenderer.function
+    c.CRenderer.function = function
 
 
 def child(layer: str, mode: str, repeats: int) -> dict:
@@ -59,8 +73,8 @@ def child(layer: str, mode: str, repeats: int) -> dict:
 
     from .model_layers import hlo_text, layers
     from .models_cpu import Busy
-    if mode == "for":
-        _per_stage_regions()
+    if mode == "tasks":
+        _taskloop_regions()
     fn, params = layers()[layer]
     m = hlotune.load_hlo(hlo_text(fn, params))
     cm = hlotune.compile(m, target="cpu")

@@ -96,7 +96,7 @@ def test_acceptance_matmul_256x128x64():
     assert ("k", "128", "serial") in nest
     assert nest[-1] == ("j.inner", "16", "vectorize")
     assert [v for v, _, _ in nest[-3:]] == ["k", "i.inner", "j.inner"]
-    assert "#pragma omp taskloop" in f.source and "#pragma omp simd" in f.source
+    assert "#pragma omp parallel for" in f.source and "#pragma omp simd" in f.source
     t = f.time(a, b)
     assert len(t.times) >= 10 and t.median > 0
 
@@ -218,7 +218,7 @@ def test_annotations_reach_nest_and_source():
     kinds = {v: kind for _, v, _, kind in loops(s)}
     assert kinds == {"i.outer": "parallel", "i.inner": "unroll", "j": "vectorize"}
     f = check_schedule(s)
-    assert "#pragma omp parallel num_threads" in f.source and "#pragma omp taskloop" in f.source
+    assert "#pragma omp parallel for schedule(static) num_threads(hl_team)" in f.source
     assert "#pragma GCC unroll 4" in f.source
     assert "#pragma omp simd" in f.source
 

@@ -149,18 +149,22 @@ class CRenderer(CStyleRenderer):
         return super().stmt(s, depth)
 
     def function(self, fn: LoweredFunc) -> str:
-        """``fn``'s definition; with parallel loops, its body runs as one OpenMP parallel region of
-        at most ``hardware.threads`` threads (fewer where the caller's OpenMP limit is lower:
-        runtime/threads.py) in which one thread runs the stages and every parallel loop is a
-        taskloop (idle threads take its tasks)."""
+        """``fn``'s definition; each parallel loop is its own OpenMP ``parallel for`` region of at
+        most ``hardware.threads`` threads (``hl_team``: fewer where the caller's OpenMP limit is
+        lower, runtime/threads.py), statically scheduled.
+
+        Measured against one region per function whose parallel loops were taskloops (libgomp,
+        AMD EPYC, 2 threads): a taskloop costs about 5 us more per loop (its creator sleeps on a
+        semaphore until the last task ends) and next to a busy process it was no faster once
+        the thread count adapts (bench/threading_cpu.py); static chunks also keep each thread on
+        the same data from call to call, in its own cache."""
         t = self.hardware.threads
         if t <= 1 or not any(isinstance(x, For) and x.kind is LoopKind.PARALLEL for x in walk_stmts(fn.body)):
             return super().function(fn)
         for b in fn.args:
             self.name(b, b.name)
-        return "\n".join([self.signature(fn) + " {", *self.prologue(fn), *team_lines(t),
-                          "  #pragma omp parallel num_threads(hl_team)",
-                          "  #pragma omp single", "  {", *self.stmt(fn.body, 2), "  }", *self.epilogue(fn), "}"])
+        return "\n".join([self.signature(fn) + " {", *self.prologue(fn), *team_lines(t), *self.stmt(fn.body, 1),
+                          *self.epilogue(fn), "}"])
 
     def render(self, fn: LoweredFunc) -> str:
         body = self.function(fn)     # first: it decides which vector types the preamble declares
@@ -189,10 +193,10 @@ class CRenderer(CStyleRenderer):
     def loop_pragma(self, f: For) -> list[str]:
         ext = f.extent.arg if f.extent.op is Op.CONST else None
         if f.kind is LoopKind.PARALLEL:
-            t = self.hardware.threads
-            # tasks of the function's one parallel region (see ``function``): a thread that is
-            # descheduled while others work delays no stage, only the region's end
-            return [f"#pragma omp taskloop default(shared) num_tasks({4 * t})"] if t > 1 else []
+            # a region of its own (see ``function``); one iteration runs without forking
+            one = f" if ({self.expr(f.extent)} > 1)" if ext is None else ""
+            return [f"#pragma omp parallel for schedule(static) num_threads(hl_team){one}"] \
+                if self.hardware.threads > 1 and (ext is None or ext > 1) else []
         if f.kind is LoopKind.VECTORIZE:
             clauses = []
             for acc, red in f.reduction:
