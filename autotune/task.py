@@ -93,6 +93,26 @@ class Task:
             self.template.apply(s, st, config, self.hardware)
         return s
 
+    def default_point(self) -> dict | None:
+        """The point of ``space`` that the default schedule is: the template's own default config
+        where the default schedule is that config's schedule (a dot's or convolution's on the
+        CPU); None where it is a loop default outside the template's space. A tuner told the
+        default's time at this point starts from it (autotune/tune.py)."""
+        s = Schedule(self.graph)
+        fuse(s, self.hardware)
+        st, t, hw = self.stage(s), self.template, self.hardware
+        make = getattr(t, "default_config", None)
+        if make is None:
+            return None
+        try:
+            c = t.complete(make(st) if hw.work_groups else make(st, hw))
+            self.space.validate(c)
+            same = self.schedule(None).to_json() == self.schedule(c).to_json()
+        except (ConfigError, ScheduleError, LoweringError) as e:
+            log.debug("task %s: its default is no point of its space (%s)", self.key, e)
+            return None
+        return c if same else None
+
     @property
     def shapes(self) -> dict:
         return {"inputs": [list(t.shape) for t in self.graph.inputs],

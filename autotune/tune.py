@@ -366,6 +366,12 @@ class _Run:
                 c = task.template.complete(t.config)
                 if t.config and _in_space(task.space, c):      # configs of an older template are not told
                     known.append((c, None if t.failure else math.log(t.median)))
+            # the default schedule, measured first, is a point of the space where the template made
+            # it: the tuner starts from what it knows rather than from the space's corners
+            d = prior.get(config_key({}))
+            point = task.default_point() if d is not None and not d.failure else None
+            if point is not None and config_key(point) not in {config_key(c) for c, _ in known}:
+                known.append((point, math.log(d.median)))
             if known:
                 tuner.tell([c for c, _ in known], [y for _, y in known])
             seen = {config_key(c) for c, _ in known}

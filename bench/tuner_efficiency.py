@@ -8,9 +8,10 @@ Tasks: a dot (batched_matmul), a reduction (the largest of the reductions module
 points, else on ``--samples`` uniform samples of that many points (sample seeds 0, 1, ...), each
 then a replayed space for every tuner, so that one lucky sample cannot decide: per space the
 table gives the median over samples and seeds, and the notes each sample's median.
-``bayes`` is replayed for ``--trials`` trials, ``random`` over every valid point of the measured
-space, so that its trials to within 5% of the best are a number (the target: bayes in at most
-half of them).
+``bayes`` is replayed for ``--trials`` trials over ``--seeds`` seeds, ``random`` over every
+valid point of the measured space and ``--random-seeds`` seeds (it is cheap, and with one or two
+configs within 5% of a sample's best, ten seeds of it decide little), so that its trials to
+within 5% of the best are a steady number (the target: bayes in at most half of them).
 Writes results/tuner_efficiency.csv and results/tuner_efficiency.md. With ``--space-cache``, the
 measured logs are saved to that JSON file (keyed by task and workload key) and read back on
 the next run, so tuners can be replayed again without re-measuring.
@@ -105,6 +106,7 @@ def main(argv=None):
     ap.add_argument("--sample", type=int, default=256)
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--samples", type=int, default=3, help="samples of each space too large to measure whole")
+    ap.add_argument("--random-seeds", type=int, default=200, help="seeds of the random tuner's replays")
     ap.add_argument("--trials", type=int, default=64)
     ap.add_argument("--space-cache", type=Path, default=None,
                     help="JSON file of measured spaces: read when it has a task's space, written after measuring")
@@ -112,7 +114,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     tuners = args.tuners.split(",")
     cache = load_cache(args.space_cache)
-    env = environment({"sample": args.sample, "samples": args.samples, "seeds": args.seeds})
+    env = environment({"sample": args.sample, "samples": args.samples, "seeds": args.seeds,
+                       "random_seeds": args.random_seeds})
     tasks = [("dot", pick_task("batched_matmul", "dot")), ("reduction", pick_task("reductions", "reduction")),
              ("conv", pick_task("conv2d_nhwc_3x3", "conv"))]
     rows, table, verdicts = [], [], []
@@ -146,7 +149,8 @@ def main(argv=None):
                 # random is replayed over the whole measured space (it is cheap), so its median is a
                 # number rather than "more than --trials"; the model-based tuners over --trials
                 horizon = valid if tuner == "random" else args.trials
-                traces = [replay(tuner, task, log, s, horizon) for s in range(args.seeds)]
+                seeds = args.random_seeds if tuner == "random" else args.seeds
+                traces = [replay(tuner, task, log, s, horizon) for s in range(seeds)]
                 for s, tr in enumerate(traces):
                     for j, v in enumerate(tr):
                         rows.append({"task": label, "sample": k, "tuner": tuner, "seed": s, "trial": j + 1,
@@ -178,7 +182,8 @@ def main(argv=None):
                         "configs breaking a template rule are not counted as trials, as in tuning")
     md = md_table(["task", "configs measured", "tuner"] + [f"best/space best after {c}" for c in CHECKPOINTS]
                   + ["trials to within 5% (median)", "spread over samples"], table)
-    notes = (f"Median over samples and seeds 0..{args.seeds - 1} of the best time found relative to the best time in the "
+    notes = (f"Median over samples and seeds 0..{args.seeds - 1} (random: 0..{args.random_seeds - 1}) of the best time "
+             "found relative to the best time in the "
              "measured sample (1.000 = found the best); spread: the lowest and highest per-sample median. " + "\n\n"
              + "\n".join(f"- {v}" for v in verdicts))
     write_results("tuner_efficiency", rows, md, env, notes)

@@ -16,6 +16,7 @@ from hlotune.autotune.scheduler import TaskScheduler
 from hlotune.autotune.tune import summary_table, tune_graph
 from hlotune.autotune.tuners import get_tuner
 from hlotune.dsl.errors import ConfigError
+from hlotune.dsl.tensor import compute, placeholder
 from hlotune.runtime.targets import get_target
 from hlotune.schedules.templates.base import Knob, Space
 from hypothesis import given, settings
@@ -228,3 +229,45 @@ def test_the_prior_reaches_the_tuner_once_the_family_has_data(tmp_path):
         assert seen and all(p is None for p in seen)
     finally:
         tune_mod._Run.tuner = orig
+
+
+def test_the_default_is_a_point_of_the_space_and_the_tuner_starts_from_it(tmp_path):
+    """A dot's default schedule is the gemm template's default config: the tuner is told that
+    point at the default's measured time, so it never measures the same schedule again. An
+    elementwise task's default is a loop schedule outside any template config: no point."""
+    from hlotune.autotune import tune as tune_mod
+    from hlotune.autotune.database import config_key
+    from hlotune.autotune.task import extract_tasks
+    cpu = get_target("cpu")
+    outs, ins = matmul_tanh(64, 48, 32)
+    tasks = extract_tasks(outs, ins, cpu)
+    dot = next(t for t in tasks if t.family == "dot")
+    point = dot.default_point()
+    assert point is not None and set(point) == {k.name for k in dot.space.knobs}
+    dot.space.validate(point)
+    assert dot.schedule(point).to_json() == dot.schedule(None).to_json()
+    assert dot.schedule({**point, "mr": 1}).to_json() != dot.schedule(None).to_json()
+    a = placeholder((64, 32), name="a")
+    b = compute((64, 32), lambda i, j: a[i, j] * 2.0, name="b")
+    (ew,) = extract_tasks([b], [a], cpu)
+    assert ew.default_point() is None
+
+    told = []
+    orig = tune_mod._Run.tuner
+
+    def spy(self, task):
+        st_ = orig(self, task)
+        told.append((task.key, dict(st_[0].tried)))
+        return st_
+    tune_mod._Run.tuner = spy
+    try:
+        db = Database(tmp_path / "d.db")
+        tune_graph(outs, ins, cpu, 5, db, "bayes", 0, batch=2, repeat=1, min_repeat_ms=0.5, progress=False,
+                   confirm_rounds=0, plan_share=0.0, cost_model=False)
+    finally:
+        tune_mod._Run.tuner = orig
+    tried = next(t for k, t in told if k == dot.key)
+    default = db.measured_configs(dot.key, cpu.key)[config_key({})]
+    assert tried[config_key(point)] == pytest.approx(math.log(default.median))
+    measured = {config_key(t.config) for t in db.history(dot.key, cpu.key)}
+    assert config_key(point) not in measured
