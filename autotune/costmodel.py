@@ -8,7 +8,12 @@ kind included). Features (``Encoder``):
 - the target's: its threads;
 - the config's, by knob name: a number as log2(1 + v) and, beside it, its log2 ratio to the
   output's last two extents (tiles against the shape they cut, so shapes transfer); a flag as
-  0/1; a category as its rank among the values seen; a knob the config lacks as -1.
+  0/1; a category as its rank among the values seen; a knob the config lacks as -1;
+- for a config of the gemm template (dots, convolutions), what it means on the workload
+  (``schedules.templates.gemm.GemmFeatures``: register use, edge waste, thread balance,
+  intensity, the B panel against L1), the features the bayes tuner's own surrogate sees, with
+  the vector width, registers and L1 of the machine the model serves (rows recorded on another
+  machine of the kind are read as if on this one).
 The label is log(median / the same workload's default median on the same target): the model
 predicts a config's time relative to the workload's default schedule, which is what transfers
 between shapes of a family. Extra trees (scikit-learn): they fit a few thousand rows in tens of
@@ -30,6 +35,9 @@ from threadpoolctl import threadpool_limits
 
 from ..dsl.dtypes import dtype
 from ..dsl.errors import DSLError, HlotuneError
+from ..runtime.targets import get_target
+from ..schedules.hardware import Hardware
+from ..schedules.templates.gemm import GemmFeatures
 from .database import Database, config_key
 
 log = logging.getLogger(__name__)
@@ -101,6 +109,30 @@ class Encoder:
         return out
 
 
+#: the knobs GemmFeatures reads
+GEMM_KNOBS = ("mr", "nr", "mb", "nb", "order", "parallel")
+#: how many numbers GemmFeatures gives
+N_GEMM = 7
+
+
+def gemm_features(w: dict, provenance: dict, hw: Hardware | None, c: dict) -> list[float]:
+    """What gemm config ``c`` means on workload ``w`` (``GemmFeatures``) on a machine with
+    ``hw``'s vectors, registers and L1 and ``provenance``'s threads; -1s for a config of another
+    template, or without ``hw``."""
+    if hw is None or any(k not in c for k in GEMM_KNOBS):
+        return [-1.0] * N_GEMM
+    shapes = w.get("shapes") or {}
+    out = list((shapes.get("outputs") or [[]])[0] or [1])
+    red = [int(r) for r in shapes.get("reduce") or []] or [1]
+    item = max((_itemsize(d) for d in w.get("dtypes") or []), default=4)
+    f = GemmFeatures(int(out[-2]) if len(out) >= 2 else 1, int(out[-1]), tuple(int(v) for v in out[:-2]),
+                     max(hw.lanes(item), 1), hw.vector_regs, int(provenance.get("threads") or 1), max(red), item, hw.l1d)
+    try:
+        return [float(v) for v in f(c)]
+    except (TypeError, ValueError, ZeroDivisionError):   # a recorded config outside the knobs' domains
+        return [-1.0] * N_GEMM
+
+
 def _extents(w: dict) -> tuple[int, int]:
     outs = (w.get("shapes") or {}).get("outputs") or [[]]
     last = ([1, 1] + list(outs[0] or []))[-2:]
@@ -110,13 +142,14 @@ def _extents(w: dict) -> tuple[int, int]:
 class CostModel:
     """Predicts log(time / default time) of configs on a workload (see the module docstring)."""
 
-    def __init__(self, encoder: Encoder, model, rows: int, workloads: int):
-        self.encoder, self.model, self.rows, self.workloads = encoder, model, rows, workloads
+    def __init__(self, encoder: Encoder, model, rows: int, workloads: int, hw: Hardware | None = None):
+        self.encoder, self.model, self.rows, self.workloads, self.hw = encoder, model, rows, workloads, hw
 
     def features(self, w: dict, provenance: dict, configs: list[dict]) -> np.ndarray:
         base = workload_features(w) + target_features(provenance)
         ext = _extents(w)
-        return np.asarray([base + self.encoder.row(c, ext) for c in configs], dtype=float)
+        return np.asarray([base + self.encoder.row(c, ext) + gemm_features(w, provenance, self.hw, c)
+                           for c in configs], dtype=float)
 
     def predict(self, w: dict, provenance: dict, configs: list[dict]) -> np.ndarray:
         """Predicted log(time / default time) of each config on workload ``w``."""
@@ -153,13 +186,14 @@ def _estimator(kind: str, seed: int):
     return ExtraTreesRegressor(n_estimators=60, min_samples_leaf=2, max_features=0.6, random_state=seed)
 
 
-def fit(rows, kind: str = "ET", seed: int = 0) -> CostModel | None:
-    """A model on ``training_rows``; None when there are too few (``MIN_ROWS``, ``MIN_WORKLOADS``)."""
+def fit(rows, kind: str = "ET", seed: int = 0, hw: Hardware | None = None) -> CostModel | None:
+    """A model on ``training_rows`` for a machine with ``hw`` (None: no gemm features); None
+    when there are too few rows (``MIN_ROWS``, ``MIN_WORKLOADS``)."""
     keys = {r[0]["key"] for r in rows}
     if len(rows) < MIN_ROWS or len(keys) < MIN_WORKLOADS:
         return None
     enc = Encoder.of([r[2] for r in rows])
-    m = CostModel(enc, _estimator(kind, seed), len(rows), len(keys))
+    m = CostModel(enc, _estimator(kind, seed), len(rows), len(keys), hw)
     X = np.vstack([m.features(w, p, [c]) for w, p, c, _ in rows])
     y = np.asarray([r[3] for r in rows])
     with warnings.catch_warnings(), threadpool_limits(1):
@@ -172,7 +206,8 @@ def for_task(db: Database, task, kind: str = "ET", rows=None) -> CostModel | Non
     """The model for ``task``'s family and target kind from every workload in ``db`` (the
     task's own trials included: they are data too; ``rows``: those ``training_rows`` if already
     read); None when the database is too thin."""
-    return fit(training_rows(db, task.family, task.target.kind) if rows is None else rows, kind, seed=0)
+    return fit(training_rows(db, task.family, task.target.kind) if rows is None else rows, kind, seed=0,
+               hw=task.hardware)
 
 
 def task_row(task) -> dict:
@@ -205,18 +240,19 @@ def _spearman(a, b) -> float:
     return float(np.corrcoef(ra, rb)[0, 1])
 
 
-def replay(db: Database, family: str, kind: str = "cpu", models=("ET", "GBRT", "GP")) -> dict:
-    """Leave-one-workload-out: for each workload of ``family``, fit on the others and rank its
-    measured configs; returns per model the median Spearman correlation of predicted and
-    measured times and the median ratio of the predicted-best config's time to the workload's
-    best (1.0: the model's first pick is the best)."""
+def replay(db: Database, family: str, kind: str = "cpu", models=("ET", "GBRT", "GP"),
+           hw: Hardware | None = None) -> dict:
+    """Leave-one-workload-out: for each workload of ``family``, fit on the others (for a machine
+    with ``hw``) and rank its measured configs; returns per model the median Spearman
+    correlation of predicted and measured times and the median ratio of the predicted-best
+    config's time to the workload's best (1.0: the model's first pick is the best)."""
     rows = training_rows(db, family, kind)
     out = {}
     for name in models:
         rho, regret = [], []
         for key in sorted({r[0]["key"] for r in rows}):
             mine = [r for r in rows if r[0]["key"] == key]
-            m = fit([r for r in rows if r[0]["key"] != key], name)
+            m = fit([r for r in rows if r[0]["key"] != key], name, hw=hw)
             if m is None or len(mine) < 4:
                 continue
             pred = np.concatenate([m.predict(w, p, [c]) for w, p, c, _ in mine])
@@ -233,12 +269,16 @@ def main(argv=None) -> None:
     p.add_argument("db")
     p.add_argument("--family", default="dot")
     p.add_argument("--kind", default="cpu")
+    p.add_argument("--models", default="ET,GBRT,GP", help="comma-separated: ET, GBRT, GP")
+    p.add_argument("--no-gemm-features", action="store_true",
+                   help="leave out what gemm configs mean on their workload (to compare)")
     a = p.parse_args(argv)
     try:
         db = Database(a.db, create=False)
-    except HlotuneError as e:       # not a tuning database: said, exit 1, no traceback
+        hw = None if a.no_gemm_features else get_target(a.kind).hardware
+    except HlotuneError as e:       # not a tuning database, or a kind with no device here: said, exit 1
         p.exit(1, f"{p.prog}: error: {e}\n")
-    for name, r in replay(db, a.family, a.kind).items():
+    for name, r in replay(db, a.family, a.kind, tuple(a.models.split(",")), hw=hw).items():
         print(name, r)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,9 +116,13 @@ class Task:
 
     @property
     def shapes(self) -> dict:
+        """Input and output shapes, and ``reduce``: the reduction extents of the task's largest
+        reduction (a dot's K under its fused epilogue, say), [] for none."""
+        reds = [op for op in self.graph.compute_ops if op.reduce_axis]
+        main = max(reds, key=lambda op: math.prod(v.extent for v in op.axis + op.reduce_axis), default=None)
         return {"inputs": [list(t.shape) for t in self.graph.inputs],
                 "outputs": [list(t.shape) for t in self.graph.outputs],
-                "reduce": [v.extent for v in self.root_op.reduce_axis]}
+                "reduce": [v.extent for v in main.reduce_axis] if main is not None else []}
 
     @property
     def dtypes(self) -> list[str]:

@@ -12,8 +12,9 @@ Run: ``python -m bench.transfer_cpu [--family dot] [--train-trials 24] [--few 8]
    Each tuned best is then re-timed in one process, interleaved with the others, so the ratios
    compare kernels, not moments.
 3. The trained database's cost model is replayed leave-one-shape-out (``costmodel.replay``) for
-   each model kind: the median Spearman correlation of predicted and measured times, and the
-   time of each model's first pick against the shape's best.
+   each model kind (and extra trees without the gemm features, to compare): the median Spearman
+   correlation of predicted and measured times, and the time of each model's first pick against
+   the shape's best.
 
 Families: ``dot`` (matmuls with a tanh epilogue), ``conv`` (3x3 NHWC convolutions). Writes
 results/transfer_cpu.csv and results/transfer_cpu.md.
@@ -29,14 +30,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from hlotune import dsl
 from hlotune.autotune import costmodel
 from hlotune.autotune.database import Database
 from hlotune.autotune.task import tuned_schedule_fn
 from hlotune.autotune.tune import tune_graph
 from hlotune.runtime.module import CompiledGraph
 from hlotune.runtime.targets import get_target
+
+from hlotune import dsl
 
 from .common import environment, interleaved, md_table, write_results
 
@@ -95,11 +96,13 @@ def main(argv=None):
     ap.add_argument("--few", type=int, default=8)
     ap.add_argument("--long", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--keep", type=Path, default=None, help="a folder to keep the tuning databases in")
     args = ap.parse_args(argv)
     env = environment({"family": args.family, "train_trials": args.train_trials, "few": args.few,
                        "long": args.long})
     train, held = SHAPES[args.family]
-    tmp = Path(tempfile.mkdtemp())
+    tmp = Path(tempfile.mkdtemp()) if args.keep is None else args.keep
+    tmp.mkdir(parents=True, exist_ok=True)
     trained = tmp / "trained.db"
     t0 = time.perf_counter()
     for shape in train:
@@ -123,7 +126,10 @@ def main(argv=None):
                       f"{med['with database'] / med['long']:.3f}", f"{med['alone'] / med['long']:.3f}",
                       f"{walls['with database']:.0f} / {walls['alone']:.0f}"])
     within = {how: sum(1 for r in rows if r["how"] == how and r["vs_long"] <= 1.05) for how in ("with database", "alone")}
-    replay = costmodel.replay(Database(trained), args.family, "cpu")
+    hw = get_target("cpu").hardware
+    replay = costmodel.replay(Database(trained), args.family, "cpu", hw=hw)
+    replay.update({f"{k} without gemm features": v
+                   for k, v in costmodel.replay(Database(trained), args.family, "cpu", ("ET",)).items()})
     md = md_table(["held-back shape", f"{args.long}-trial best (us)", f"{args.few} trials with database / long",
                    f"{args.few} trials alone / long", "tuning wall s (with / alone)"], table)
     md += "\n\nCost model replayed leave-one-shape-out on the trained database:\n\n" + md_table(

@@ -271,3 +271,24 @@ def test_the_default_is_a_point_of_the_space_and_the_tuner_starts_from_it(tmp_pa
     assert tried[config_key(point)] == pytest.approx(math.log(default.median))
     measured = {config_key(t.config) for t in db.history(dot.key, cpu.key)}
     assert config_key(point) not in measured
+
+
+def test_gemm_features_from_a_database_row_match_the_templates_own():
+    """The cost model reads what a gemm config means from the workload's database row alone; it
+    equals what the template derives from the stage (the bayes surrogate's features). Configs of
+    another template get -1s."""
+    import random as _random
+
+    from hlotune.autotune.task import extract_tasks
+    cpu = get_target("cpu")
+    outs, ins = matmul_tanh(96, 40, 32)
+    dot = next(t for t in extract_tasks(outs, ins, cpu) if t.family == "dot")
+    row = costmodel.task_row(dot)
+    assert row["shapes"]["reduce"] == [32]      # the dot's K, under its fused tanh
+    configs = list(dot.space.all_configs()) if dot.space.size < 500 else \
+        [{k.name: _random.Random(i).choice(k.values) for k in dot.space.knobs} for i in range(200)]
+    for c in configs[:200]:
+        want = [float(v) for v in dot.space.derived(c)]
+        assert costmodel.gemm_features(row, cpu.provenance, dot.hardware, c) == pytest.approx(want)
+    assert costmodel.gemm_features(row, cpu.provenance, dot.hardware, {"split_k": 4}) == [-1.0] * costmodel.N_GEMM
+    assert costmodel.gemm_features(row, cpu.provenance, None, configs[0]) == [-1.0] * costmodel.N_GEMM
