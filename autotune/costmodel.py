@@ -273,12 +273,16 @@ def main(argv=None) -> None:
     p.add_argument("--no-gemm-features", action="store_true",
                    help="leave out what gemm configs mean on their workload (to compare)")
     a = p.parse_args(argv)
+    models = tuple(a.models.split(","))
+    bad = [m for m in models if m not in ("ET", "GBRT", "GP")]
+    if bad:
+        p.error(f"--models: unknown model {bad[0]!r}; expected ET, GBRT or GP")
     try:
         db = Database(a.db, create=False)
         hw = None if a.no_gemm_features else get_target(a.kind).hardware
     except HlotuneError as e:       # not a tuning database, or a kind with no device here: said, exit 1
         p.exit(1, f"{p.prog}: error: {e}\n")
-    for name, r in replay(db, a.family, a.kind, tuple(a.models.split(",")), hw=hw).items():
+    for name, r in replay(db, a.family, a.kind, models, hw=hw).items():
         print(name, r)
 
 

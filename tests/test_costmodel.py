@@ -292,3 +292,9 @@ def test_gemm_features_from_a_database_row_match_the_templates_own():
         assert costmodel.gemm_features(row, cpu.provenance, dot.hardware, c) == pytest.approx(want)
     assert costmodel.gemm_features(row, cpu.provenance, dot.hardware, {"split_k": 4}) == [-1.0] * costmodel.N_GEMM
     assert costmodel.gemm_features(row, cpu.provenance, None, configs[0]) == [-1.0] * costmodel.N_GEMM
+
+
+def test_the_replay_command_names_an_unknown_model(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        costmodel.main([str(tmp_path / "none.db"), "--models", "ET,XGB"])
+    assert e.value.code == 2 and "--models: unknown model 'XGB'" in capsys.readouterr().err
