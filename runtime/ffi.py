@@ -9,9 +9,12 @@ Plans are registered in the shim (``Plan.register``) and named by an integer att
 custom call; a registered plan, and the libraries and constants it points into, live until the
 process ends (a jitted JAX program may call it any time).
 
-Thread safety: the handler keeps no state between calls (scratch is allocated per call, the
-plan table is guarded by a mutex), so XLA may call it from several threads at once; each
-kernel runs its OpenMP region with the target's thread count, as in hlotune's own runtime.
+Thread safety: the handler keeps no state between calls but each plan's thread governor
+(scratch is allocated per call; the plan table and each governor are guarded by a mutex), so XLA
+may call it from several threads at once. Threads: as in hlotune's own runtime, each call runs
+the kernels' OpenMP regions with the count its plan's governor chooses (runtime/governor_cc.py,
+the policy of runtime/threads.py: the target's count on a quiet machine, fewer when cores are
+busy), set on the calling thread and put back after the call.
 """
 
 from __future__ import annotations
@@ -28,7 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from ..dsl.errors import CompileError
+from . import threads
 from .cachedir import cache_dir, install, scratch_dir, unsafe_file
+from .governor_cc import GOVERNOR_CC
 from .module import CompiledGraph, _ExternStep, _key
 
 log = logging.getLogger(__name__)
@@ -37,9 +42,12 @@ log = logging.getLogger(__name__)
 HANDLER = "hlotune_call"
 
 _SHIM = r"""
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,13 +56,14 @@ _SHIM = r"""
 
 namespace ffi = xla::ffi;
 typedef int (*hl_run_t)(void**);
-
+@GOVERNOR@
 namespace {
 struct Plan {
   std::vector<int64_t> arg_bytes, ret_bytes, temp_bytes;
   std::vector<void*> consts;
   std::vector<hl_run_t> fns;
   std::vector<int64_t> offsets, slots, copies;   // step k reads slots[offsets[k]..offsets[k+1])
+  std::unique_ptr<hlgov::Governor> gov;          // the thread count of each call
 };
 std::mutex plans_mu;
 std::vector<std::unique_ptr<Plan>> plans;
@@ -70,13 +79,36 @@ struct Scratch {
 };
 
 ffi::Error fail(ffi::ErrorCode code, const std::string& what) { return ffi::Error(code, "hlotune: " + what); }
+
+// the OpenMP runtime's thread limit of the calling thread (the one the kernels link; set once)
+void (*omp_set)(int) = nullptr;
+int (*omp_get)() = nullptr;
+
+double seconds_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// a call's thread limit on the calling thread, put back when the call ends (however it ends)
+struct Limit {
+  int before = -1;
+  Limit(int n, int most) {
+    if (n != most && omp_set && omp_get) { before = omp_get(); omp_set(n); }
+  }
+  ~Limit() { if (before >= 0) omp_set(before); }
+};
 }  // namespace
+
+extern "C" void hlotune_ffi_set_omp(void* set, void* get) {
+  omp_set = reinterpret_cast<void (*)(int)>(set);
+  omp_get = reinterpret_cast<int (*)()>(get);
+}
 
 extern "C" int64_t hlotune_ffi_add_plan(int64_t n_args, const int64_t* arg_bytes, int64_t n_rets,
     const int64_t* ret_bytes, int64_t n_consts, void* const* consts, int64_t n_temps, const int64_t* temp_bytes,
     int64_t n_steps, void* const* fns, const int64_t* offsets, const int64_t* slots, int64_t n_copies,
-    const int64_t* copies) {
+    const int64_t* copies, int64_t most_threads, int64_t governed) {
   auto p = std::make_unique<Plan>();
+  p->gov = std::make_unique<hlgov::Governor>((int)most_threads, governed != 0 && omp_set && omp_get);
   p->arg_bytes.assign(arg_bytes, arg_bytes + n_args);
   p->ret_bytes.assign(ret_bytes, ret_bytes + n_rets);
   p->consts.assign(consts, consts + n_consts);
@@ -124,6 +156,10 @@ static ffi::Error hl_call(int64_t plan, ffi::RemainingArgs args, ffi::RemainingR
     scratch.bufs.push_back(q);
     slot.push_back(q);
   }
+  hlgov::Governor& gov = *p->gov;
+  int timed = 0, n = gov.active ? gov.begin(&timed) : gov.counts[0];
+  Limit limit(n, gov.counts[0]);
+  double t0 = timed ? seconds_now() : 0.0;
   std::vector<void*> a;
   for (size_t k = 0; k < p->fns.size(); ++k) {
     a.clear();
@@ -133,12 +169,13 @@ static ffi::Error hl_call(int64_t plan, ffi::RemainingArgs args, ffi::RemainingR
   }
   for (size_t c = 0; c < p->copies.size(); c += 3)
     if (p->copies[c + 2]) std::memcpy(slot[p->copies[c]], slot[p->copies[c + 1]], (size_t)p->copies[c + 2]);
+  if (timed) gov.end(n, t0, seconds_now());
   return ffi::Error::Success();
 }
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(hlotune_call, hl_call,
     ffi::Ffi::Bind().Attr<int64_t>("plan").RemainingArgs().RemainingRets());
-"""
+""".replace("@GOVERNOR@", GOVERNOR_CC)
 
 
 def _nbytes(t) -> int:
@@ -218,7 +255,20 @@ class Plan:
         return int(add(i64(len(self.arg_bytes)), arr(self.arg_bytes), i64(len(self.ret_bytes)), arr(self.ret_bytes),
                        i64(len(self.consts)), arr((c.ctypes.data for c in self.consts), ctypes.c_void_p),
                        i64(len(self.temp_bytes)), arr(self.temp_bytes), i64(len(fns)), arr(fns, ctypes.c_void_p),
-                       arr(offsets), arr(slots), i64(len(self.copies)), arr(x for c in self.copies for x in c)))
+                       arr(offsets), arr(slots), i64(len(self.copies)), arr(x for c in self.copies for x in c),
+                       i64(self.threads), i64(self.governed)))
+
+    @property
+    def threads(self) -> int:
+        """The most threads a call runs (the target's)."""
+        gov = self.graph.governor
+        return gov.counts[0] if gov is not None else 1
+
+    @property
+    def governed(self) -> bool:
+        """Whether calls choose their thread count as hlotune's own runtime does (runtime/threads.py)."""
+        gov = self.graph.governor
+        return gov is not None and gov.active
 
 
 def _run_symbol(kernel):
@@ -240,7 +290,11 @@ def shim(include_dir: str | os.PathLike) -> ctypes.CDLL:
     flags = ["-O2", "-std=c++17", "-fPIC", "-shared", f"-I{inc}"]
     key = hashlib.sha256(_SHIM.encode() + headers + " ".join([cxx, *flags[:-1]]).encode()).hexdigest()[:24]
     if key not in _SHIMS:
-        _SHIMS[key] = ctypes.CDLL(str(_compile(key, cxx, flags)))
+        lib = ctypes.CDLL(str(_compile(key, cxx, flags)))
+        omp = threads._omp()
+        if omp is not None:
+            lib.hlotune_ffi_set_omp(*(ctypes.cast(f, ctypes.c_void_p) for f in omp))
+        _SHIMS[key] = lib
     return _SHIMS[key]
 
 

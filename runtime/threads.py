@@ -217,20 +217,28 @@ class Governor:
         else:
             self._skip = max(0, min(self._every - 1, self.next_probe - self.calls - 1))
 
-    def run(self, fn, *args):
-        """``fn(*args)`` with this call's thread limit set on the calling thread (and put back).
-        Calls that sample the current count, and every probe, are timed and accounted; the
-        others cost a counter."""
+    def begin(self) -> tuple[int, bool]:
+        """The next call's thread count, and whether that call is timed (then report it to
+        :meth:`end`). Untimed calls, between decisions, cost a counter."""
         if self._skip:
             self._skip -= 1
             self.calls += 1
-            return fn(*args) if self.current == self.counts[0] else self._limited(self.current, fn, args)
-        n = self.choose()
-        t0 = time.perf_counter()
-        r = fn(*args) if n == self.counts[0] else self._limited(n, fn, args)
-        t1 = time.perf_counter()
+            return self.current, False
+        return self.choose(), True
+
+    def end(self, n: int, t0: float, t1: float) -> None:
+        """Account a timed call of ``n`` threads that ran from ``t0`` to ``t1`` (seconds)."""
         self.record(n, t1 - t0, t1)
         self._plan()
+
+    def run(self, fn, *args):
+        """``fn(*args)`` with this call's thread limit set on the calling thread (and put back),
+        timed when :meth:`begin` says so."""
+        n, timed = self.begin()
+        t0 = time.perf_counter() if timed else 0.0
+        r = fn(*args) if n == self.counts[0] else self._limited(n, fn, args)
+        if timed:
+            self.end(n, t0, time.perf_counter())
         return r
 
     @staticmethod
