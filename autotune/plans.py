@@ -18,6 +18,7 @@ exported and reported like kernels' configs.
 from __future__ import annotations
 
 import logging
+import time
 
 from ..dsl.tensor import Graph
 from ..schedules.fusion import Choice, fuse, stage_default
@@ -133,22 +134,25 @@ def kernel_configs(db, target) -> dict:
     return out
 
 
-def search_plans(run, task: PlanTask, budget: int) -> int:
+def search_plans(run, task: PlanTask, budget: int, deadline: float | None = None) -> int:
     """Greedy plan search for ``task`` with at most ``budget`` measurements (``run``: the tuning
-    run, autotune/tune.py); returns the measurements made."""
+    run, autotune/tune.py), none started once the last one's duration would take it past
+    ``deadline`` (``time.perf_counter()`` seconds; None: no clock); returns the measurements made."""
     db, target = run.db, run.target
     task.register(db)
     task.configs = kernel_configs(db, target)
     done = db.measured_configs(task.key, target.key)
-    spent = 0
+    spent, last = 0, 0.0
 
     def timed(plan: dict):
-        nonlocal spent
+        nonlocal spent, last
         k = config_key(plan)
         if k not in done:
-            if spent >= budget:
+            if spent >= budget or (deadline is not None and time.perf_counter() + last > deadline):
                 return None
+            t0 = time.perf_counter()
             r = run.measurer(task).measure([plan or None])[0]
+            last = time.perf_counter() - t0
             run.record(task, r)
             if r.failure != "invalid":      # rule breakers cost no budget, as kernels' do
                 spent += 1

@@ -12,6 +12,8 @@ With a time budget (``budget`` seconds of wall time for the whole run) the batch
 they pay instead: after the defaults, autotune/scheduler.py picks the task whose program-time
 gradient per second of tuning is steepest, batch by batch, until the budget's search share is
 spent; fusion plans get ``plan_share`` of it and the winners' confirmation ``CONFIRM_SHARE``.
+Neither starts a measurement that would end past the budget at the pace measured so far: the
+heaviest tasks are confirmed first, the rest keep their fastest measured configs.
 The bayes tuner's prior is a cost model trained across the whole database
 (autotune/costmodel.py), refitted as the family's trials grow.
 """
@@ -234,22 +236,19 @@ class _Run:
             else:
                 self._search(max(self.trials - used - plan_budget, 0))
             # 3. fusion plans, measured end to end with the kernels' best configs
+            plans_end = self.start + o.budget * (1 - CONFIRM_SHARE * bool(o.confirm_rounds)) if timed else None
             for k, p in enumerate(self.plans):
                 self.results[p.key] = TaskResult(p)
                 share = plan_budget // (len(self.plans) - k)
                 if share > 0:
                     t0 = time.perf_counter()
-                    plan_budget -= search_plans(self, p, share)
+                    plan_budget -= search_plans(self, p, share, plans_end)
                     self.results[p.key].wall += time.perf_counter() - t0
             if plan_budget > 0 and not timed:     # what the plans left goes back to the kernels
                 self._search(plan_budget)
             # 4. noise-aware winners: each task's finalists and default re-timed, interleaved
-            for task in [*tasks, *self.plans] if o.confirm_rounds else ():
-                if db.top_k(task.key, target.key, 1):
-                    t0 = time.perf_counter()
-                    confirm_task(db, task, self.measurer(task), o.confirm_rounds)
-                    self.results[task.key].seconds["confirm"] += time.perf_counter() - t0
-                    self.results[task.key].wall += time.perf_counter() - t0
+            if o.confirm_rounds:
+                self._confirm(self.start + o.budget if timed else None)
         finally:
             self.bar.close()
             for m in self.measurers.values():
@@ -263,6 +262,27 @@ class _Run:
         for task in done:
             _summarize(db, task, target, self.results[task.key])
         return [self.results[t.key] for t in done]
+
+    def _confirm(self, deadline: float | None) -> None:
+        """4. Each task's finalists and default re-timed (autotune/winners.py), the tasks that
+        weigh most first; with a ``deadline`` (``time.perf_counter()`` seconds), a task whose
+        confirmation would not end by then (at the mean duration of those before it) keeps its
+        fastest measured config as it stands."""
+        db, target, res = self.db, self.target, self.results
+        plans = {p.key for p in self.plans}
+        todo = sorted((t for t in [*self.tasks, *self.plans] if t.key in res and db.top_k(t.key, target.key, 1)),
+                      key=lambda t: (t.key in plans, -t.weight * (res[t.key].default_time or 0.0)))
+        took: list[float] = []
+        for k, task in enumerate(todo):
+            if deadline is not None and time.perf_counter() + (sum(took) / len(took) if took else 0.0) > deadline:
+                log.info("%d of %d tasks not re-timed within the budget: their fastest measured configs stand",
+                         len(todo) - k, len(todo))
+                break
+            t0 = time.perf_counter()
+            confirm_task(db, task, self.measurer(task), self.opts.confirm_rounds)
+            took.append(time.perf_counter() - t0)
+            res[task.key].seconds["confirm"] += took[-1]
+            res[task.key].wall += took[-1]
 
     def _defaults(self) -> int:
         """1. every task's default schedule (unless the database has it); returns the budget used

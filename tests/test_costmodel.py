@@ -22,6 +22,7 @@ from hlotune.schedules.templates.base import Knob, Space
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from hlotune import dsl
 from hlotune.api import parse_duration
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -190,6 +191,37 @@ def test_a_time_budget_bounds_the_run_and_says_where_it_went(tmp_path):
     # the trials are in the database, each checked and timed
     hist = db.history()
     assert all(t.ok or t.failure for t in hist) and sum(1 for t in hist if t.ok) >= 2
+
+
+def test_a_time_budget_bounds_the_plans_and_the_confirmation(tmp_path, monkeypatch):
+    """Re-timing finalists (here 1.5 s a task) and measuring fusion plans (whole segments) end
+    with the budget: the heaviest task is confirmed first, the others keep their fastest measured
+    config. Without the bound the run took 2-3x its budget."""
+    from hlotune.autotune import tune as tune_mod
+    A = placeholder((64, 48), "float32", name="A")
+    B = placeholder((48, 56), "float32", name="B")
+    W = placeholder((48, 8), "float32", name="W")
+    r, q = dsl.reduce_axis(48, name="r"), dsl.reduce_axis(48, name="q")
+    dot = compute((64, 56), lambda i, j: dsl.sum(A[i, r] * B[r, j], axis=r), name="dot")
+    big = compute((64, 56), lambda i, j: dsl.tanh(dot[i, j]), name="big")
+    small = compute((64, 8), lambda i, j: dsl.sum(A[i, q] * W[q, j], axis=q), name="small")
+    confirmed = []
+
+    def slow_confirm(db, task, measurer, rounds):
+        time.sleep(1.5)
+        confirmed.append(task.key)
+    monkeypatch.setattr(tune_mod, "confirm_task", slow_confirm)
+    db = Database(tmp_path / "c.db")
+    t0 = time.perf_counter()
+    res = tune_graph([big, small], [A, B, W], get_target("cpu"), None, db, "bayes", 0, budget=4.0, batch=2,
+                     repeat=2, min_repeat_ms=1.0, progress=False)
+    wall = time.perf_counter() - t0
+    kernels = [x for x in res if x.task.family != "fusion"]
+    assert len(kernels) == 2 and all(x.trials >= 1 for x in kernels), [(x.task.family, x.trials) for x in res]
+    assert wall < 4.0 + 2.5, wall            # the first confirmation (1.5 s) may end past the deadline
+    assert 1 <= len(confirmed) < len(res), (confirmed, [(x.task.family, x.trials) for x in res])
+    heavy = max(kernels, key=lambda x: x.task.weight * x.default_time)
+    assert confirmed[0] == heavy.task.key
 
 
 def test_a_budget_or_trials_is_required(tmp_path):
