@@ -383,14 +383,14 @@ def validate_record(rec: dict) -> None:
 
 __all__ = [
     "FAILURES",
-    "Failure",
-    "Trial",
     "LEGACY_PREFIX",
     "LOG_SCHEMAS",
     "MAX_TIME",
     "MIN_TIME",
     "SCHEMA_VERSION",
+    "Failure",
     "ImportResult",
+    "Trial",
     "check_config",
     "export_log",
     "fingerprint",
