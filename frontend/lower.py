@@ -19,6 +19,7 @@ from ..dsl.expr import Expr, walk
 from ..dsl.ops import Op
 from ..dsl.tensor import PlaceholderOp, Tensor, placeholder
 from .ast import Computation, HloModule, Instruction
+from .cse import Fingerprints, cse_key
 from .handlers import (
     chlo,
     collective,
@@ -90,6 +91,9 @@ class LowerContext:
         self.infeeds: list[tuple] = []
         self.outfeeds: list[tuple] = []
         self._effects: dict[str, bool] = {}
+        #: common subexpressions (frontend/cse.py): key -> (value, the operand values of the key)
+        self.cse: dict[tuple, tuple] = {}
+        self.fingerprints = Fingerprints(module)
 
     def operand_instr(self, instr: Instruction, k: int) -> Instruction:
         """The instruction defining operand ``k`` of ``instr`` (for its shape and layout)."""
@@ -212,13 +216,21 @@ def lower_computation(module: HloModule, computation: Computation, arg_tensors: 
                                      detail=f"instruction '{instr.name}' in computation "
                                             f"'{computation.name}'")
         ctx.comp = computation
+        args = [values[o] for o in instr.operands]
+        key = cse_key(instr, args, ctx.has_effects(instr), (ctx.nested, ctx.loop_depth), ctx.fingerprints)
+        if key is not None and key in ctx.cse:
+            values[name] = ctx.cse[key][0]
+            log.debug("%s = %s: the value of an identical instruction", name, instr.opcode)
+            continue
         try:
-            values[name] = handler(ctx, instr, [values[o] for o in instr.operands])
+            values[name] = handler(ctx, instr, args)
         except HlotuneError:
             raise
         except Exception as e:   # the module was verified: a handler bug, reported as one
             raise InternalError(f"lowering '{instr.opcode}' instruction '{instr.name}'", e, line=instr.line or None,
                                 file=ctx.file) from e
+        if key is not None:
+            ctx.cse[key] = (values[name], args)      # args: the identities in the key stay taken
         log.debug("lowered %s = %s", name, instr.opcode)
     return values[computation.root]
 

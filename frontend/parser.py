@@ -59,7 +59,7 @@ _FLOAT_RE = re.compile(r"[-+]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]|\Z))(?:[e
 _HEX_RE = re.compile(r"[-+]?0[xX][0-9a-fA-F.]+(?:[pP][-+]?[0-9]+)?\Z")
 _ANY_RE = re.compile(".")
 _HEADER_BLOCKS = frozenset({"FileNames", "FunctionNames", "FileLocations", "StackFrames"})
-_COMP_KEYS = frozenset({"to_apply", "calls", "condition", "body", "true_computation",
+COMP_KEYS = frozenset({"to_apply", "calls", "condition", "body", "true_computation",
                         "false_computation", "branch_computations", "called_computations",
                         "select", "scatter"})
 _INSTR_KEYS = frozenset({"control-predecessors"})
@@ -376,12 +376,12 @@ class _Parser(TextParser):
         return self.at("=", 1) and (self.at("(", 2) or self.is_shape_start(2))
 
     def value(self, key: str, refs: list | None, raw: str) -> Any:
-        if key in _COMP_KEYS or key in _INSTR_KEYS:
+        if key in COMP_KEYS or key in _INSTR_KEYS:
             braced = self.accept("{")
             names = self.items(lambda: self.name(f"a name in '{key}'"), "}", key) if braced \
                 else [self.name(f"a name in '{key}'")]
             if refs is not None:
-                refs.extend(("comp" if key in _COMP_KEYS else "instr", n, t) for n, t in names)
+                refs.extend(("comp" if key in COMP_KEYS else "instr", n, t) for n, t in names)
             return tuple(n for n, _ in names) if braced else names[0][0]
         if key == "slice":
             def rng():

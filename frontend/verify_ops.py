@@ -196,11 +196,21 @@ def dynamic_reshape(v, ins, ops):
 
 def ragged_dot(v, ins, ops):
     n_operands(ops, 3)
-    array(ops[0], "the lhs")
-    array(ops[1], "the rhs")
+    lhs, rhs = array(ops[0], "the lhs"), array(ops[1], "the rhs")
     gs = array(ops[2], "group_sizes")
     check(is_int(gs.element_type) and gs.rank >= 1, f"group_sizes must be integers, got {plain(gs)}")
-    check(len(ints(ins, "lhs_ragged_dims")) == 1, "needs one lhs ragged dim")
+    lb, rb = ints(ins, "lhs_batch_dims", ()), ints(ins, "rhs_batch_dims", ())
+    lc, rc = ints(ins, "lhs_contracting_dims", ()), ints(ins, "rhs_contracting_dims", ())
+    lr, rg = ints(ins, "lhs_ragged_dims"), ints(ins, "rhs_group_dims", ())
+    check(len(lr) == 1, "needs one lhs ragged dim")
+    for side, x, used in (("lhs", lhs, lb + lc), ("rhs", rhs, rb + rc + rg)):
+        check(all(0 <= d < x.rank for d in used + (lr if side == "lhs" else ())),
+              f"{side} dimension numbers must be dimensions of {plain(x)}")
+        check(len(set(used)) == len(used), f"{side} batch, contracting and group dims must differ")
+    check(len(lb) == len(rb) and all(lhs.dims[a] == rhs.dims[b] for a, b in zip(lb, rb)),
+          "lhs and rhs batch dims must pair up with equal sizes")
+    check(len(lc) == len(rc) and all(lhs.dims[a] == rhs.dims[b] for a, b in zip(lc, rc)),
+          "lhs and rhs contracting dims must pair up with equal sizes")
     array(ins.shape, "the result")
 
 

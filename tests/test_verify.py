@@ -224,3 +224,18 @@ def test_pads_verify_exactly_when_declared_right(n, lo, hi, interior):
     full = full[max(-lo, 0):len(full) - max(-hi, 0)]
     np.testing.assert_array_equal(evaluate(list(m.outputs), [x], m.params)[0], full.astype(np.float32))
     refused(hlo(body.format(size + 1), (f"f32[{n}]",)), f"f32[{size}]")
+
+
+@pytest.mark.parametrize("dims, fragment", [
+    ("rhs_group_dims={3}", "rhs dimension numbers"),
+    ("rhs_group_dims={1}", "must differ"),
+    ("rhs_group_dims={0}, lhs_batch_dims={0}", "batch dims must pair up"),
+])
+def test_ragged_dot_dimension_numbers_in_range(dims, fragment):
+    """Found by the mutation fuzz: a group dim past the rhs's rank reached the lowering."""
+    text = hlo(f"  ROOT d = f32[4,5] ragged-dot(p0, p1, p2), lhs_contracting_dims={{1}}, rhs_contracting_dims={{1}}, "
+               f"lhs_ragged_dims={{0}}, {dims}", ("f32[4,6]", "f32[2,6,5]", "s32[2]"))
+    refused(text, "'ragged-dot' instruction 'd'", fragment)
+    ok = hlo("  ROOT d = f32[4,5] ragged-dot(p0, p1, p2), lhs_contracting_dims={1}, rhs_contracting_dims={1}, "
+             "lhs_ragged_dims={0}, rhs_group_dims={0}", ("f32[4,6]", "f32[2,6,5]", "s32[2]"))
+    assert verify_module(parse_module_text(ok)) is not None
