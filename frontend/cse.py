@@ -64,6 +64,17 @@ def _frozen(v, depth: int = 0):
     return (type(v).__name__, v)
 
 
+def _leaves(instr: Instruction) -> tuple[np.ndarray, ...]:
+    """A constant's value as arrays (one per leaf of a tuple-shaped constant)."""
+    lit = instr.literal
+    return tuple(np.asarray(x) for x in (lit if isinstance(lit, tuple) else (lit,)))
+
+
+def _literal(instr: Instruction) -> tuple:
+    """A constant's value as a hashable key."""
+    return _frozen(_leaves(instr))
+
+
 class Fingerprints:
     """Content keys of a module's computations (memoized): two computations with equal keys
     compute the same function of their parameters, whatever their and their values' names."""
@@ -82,10 +93,7 @@ class Fingerprints:
         index = {i.name: k for k, i in enumerate(comp.instructions)}
         body = []
         for i in comp.instructions:
-            lit = None
-            if i.opcode == "constant":
-                leaves = i.literal if isinstance(i.literal, tuple) else (i.literal,)
-                lit = _frozen(tuple(np.asarray(x) for x in leaves))
+            lit = _literal(i) if i.opcode == "constant" else None
             body.append((i.opcode, i.shape, tuple(index[o] for o in i.operands), self.attrs(i), lit,
                          i.parameter_number))
         return (tuple(body), index[comp.root])
@@ -118,10 +126,9 @@ def cse_key(instr: Instruction, operands: Sequence, effects: bool, scope: tuple,
         attrs = fingerprints.attrs(instr)
         lit = None
         if instr.opcode == "constant":
-            leaves = instr.literal if isinstance(instr.literal, tuple) else (instr.literal,)
-            if sum(np.asarray(x).nbytes for x in leaves) > MAX_CONSTANT_BYTES:
+            if sum(x.nbytes for x in _leaves(instr)) > MAX_CONSTANT_BYTES:
                 return None
-            lit = _frozen(tuple(np.asarray(x) for x in leaves))
+            lit = _literal(instr)
     except (_Unhashable, KeyError):
         return None
     return (instr.opcode, instr.shape, tuple(id(v) for v in operands), attrs, lit, scope)
