@@ -103,7 +103,8 @@ def instruction(module) -> str:
     src = " ".join(k.source for k in module.kernels)
     for mark, name in (("= hl_vdot_bf16_", "vdpbf16ps"), ("= hl_vdot_s8s8_", "vpdpbusd (s8 as u8 + 128)"),
                        ("= hl_vdot_u8s8_", "vpdpbusd"), ("= hl_vdot_s8u8_", "vpdpbusd"),
-                       ("= hl_vld_float16_", "vcvtph2ps + FMA"), ("= hl_vld_bfloat16_", "bf16 widened + FMA"),
+                       ("= hl_vld_float16_", "vcvtph2ps + FMA"), ("hl_pack_t_f16f32_", "FMA (f16 widened when packed)"),
+                       ("= hl_vld_bfloat16_", "bf16 widened + FMA"),
                        ("hl_acc0 = hl_vld", "FMA")):
         if mark in src:
             return name

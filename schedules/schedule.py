@@ -13,8 +13,9 @@ import math
 
 import numpy as np
 
-from ..dsl.errors import ScheduleError
-from ..dsl.expr import AxisKind, Expr, IterVar, ReduceSpec, binary, const, select, substitute
+from ..dsl import dtypes as dt
+from ..dsl.errors import DSLError, ScheduleError
+from ..dsl.expr import AxisKind, Expr, IterVar, ReduceSpec, binary, cast, const, select, substitute, walk
 from ..dsl.ops import Op
 from ..dsl.tensor import ComputeOp, Graph, Tensor, input_tensors
 from .gpu_gemm import GemmParams, gemm_form
@@ -179,7 +180,7 @@ class Schedule:
         items = tuple(sorted(dict(params).items()))
         self.apply(Tensorize(self.stage(tensor).name, intrinsic, items))
 
-    def cache_read(self, tensor, scope: str = "shared", readers=None, layout=None, split=()) -> Tensor:
+    def cache_read(self, tensor, scope: str = "shared", readers=None, layout=None, split=(), dtype=None) -> Tensor:
         """Copy ``tensor`` (an input or a stage) into a new stage ``<name>.<scope>`` that
         ``readers`` (default: every stage reading it) load instead: ``cache[i] = tensor[i]``.
 
@@ -193,7 +194,9 @@ class Schedule:
         ``split`` ``((dim, f), ...)`` first splits dimension ``dim`` into ``(dim // f, dim % f)``
         (zero-padded to a multiple of ``f``), so that ``layout`` can interleave panels:
         ``B[k, n]`` with ``split=((1, 16),), layout=(1, 0, 2)`` is stored as
-        ``P[n // 16, k, n % 16]``, each 16-column panel contiguous along ``k``.
+        ``P[n // 16, k, n % 16]``, each 16-column panel contiguous along ``k``. ``dtype``
+        stores the copy converted to that type, for readers that read ``tensor`` only through a
+        conversion to it (the conversion then happens once, in the copy).
         """
         if isinstance(tensor, Tensor):
             name = self._tensor_name(tensor)
@@ -205,7 +208,8 @@ class Schedule:
         else:
             rs = tuple(self.stage(r).name for r in readers)
         return self.apply(CacheRead(name, scope, rs, None if layout is None else tuple(int(x) for x in layout),
-                                    tuple((int(d), int(f)) for d, f in split)))
+                                    tuple((int(d), int(f)) for d, f in split),
+                                    None if dtype is None else _type_name(dtype)))
 
     def _tensor_name(self, t: Tensor) -> str:
         for x, nm in zip(self.graph.inputs, self.graph.input_names):
@@ -405,9 +409,10 @@ def _cache_read(s: Schedule, step: CacheRead) -> Tensor:
         ok = i < t.shape[d]
         inside = ok if inside is None else (inside & ok)
         idx.append(binary(Op.MIN, i, t.shape[d] - 1))      # clamped: the padding reads in bounds
-    val = t[tuple(idx)]
+    to = _converted_to(s, step, t, readers)
+    val = cast(t[tuple(idx)], to)
     if inside is not None:
-        val = select(inside, val, const(0, t.dtype))
+        val = select(inside, val, const(0, to))
     name, k = f"{step.stage}.{step.scope}", 1
     while name in s.stages:     # a tensor several stages cache on their own: .shared, .shared1, ...
         name, k = f"{step.stage}.{step.scope}{k}", k + 1
@@ -432,6 +437,45 @@ def _cache_read(s: Schedule, step: CacheRead) -> Tensor:
         r.op = new
         s._by_op[id(new)] = r
     return cache_t
+
+
+def _type_name(x) -> str:
+    try:
+        return dt.dtype(x).name
+    except DSLError:
+        return str(x)       # refused, naming it, when the step is applied
+
+
+def only_converted(body, is_tensor, to: dt.DType) -> bool:
+    """Whether every load in ``body`` (expressions) of a tensor ``is_tensor`` accepts sits directly
+    under a conversion to ``to``."""
+    roots = list(body)
+    if any(e.op is Op.LOAD and isinstance(e.arg, Tensor) and is_tensor(e.arg) for e in roots):
+        return False
+    for e in walk(roots):
+        if e.op is Op.CAST and e.dtype is to:
+            continue
+        kids = list(e.src) + ([e.arg.where] if e.op is Op.REDUCE and e.arg.where is not None else [])
+        if any(k.op is Op.LOAD and isinstance(k.arg, Tensor) and is_tensor(k.arg) for k in kids):
+            return False
+    return True
+
+
+def _converted_to(s: Schedule, step: CacheRead, t: Tensor, readers) -> dt.DType:
+    """The type a cache of ``t`` holds: ``step.dtype`` where every read of ``t`` in the readers
+    is a conversion to it (then the readers' conversions become loads of the copy), else t's."""
+    if step.dtype is None:
+        return t.dtype
+    try:
+        to = dt.dtype(step.dtype)
+    except DSLError:
+        to = None
+    check(to is not None, f"cache_read: dtype {step.dtype!r} of '{step.stage}' is not a type name")
+    for r in readers:
+        check(only_converted(r.op.body, lambda x: _same(s, x, t), to),
+              f"cache_read: stage '{r.name}' reads '{step.stage}' other than converted to {to.name}, "
+              f"so its copy cannot hold {to.name}")
+    return to
 
 
 def _split_dims(shape, split, name) -> tuple[list[int], list[tuple[int, int | None]]]:

@@ -79,12 +79,16 @@ class CacheRead:
     dimension ``dim`` into ``(dim // f, dim % f)`` (padded with zeros to a multiple of ``f``);
     with ``layout`` (a permutation of the dimensions after splitting) the copy's dimension ``d``
     is dimension ``layout[d]``: a BLIS panel ``B[k, n] -> P[n // f, k, n % f]`` is
-    ``split=((1, f),), layout=(1, 0, 2)``."""
+    ``split=((1, f),), layout=(1, 0, 2)``. With ``dtype`` (a type name) the copy holds every
+    element converted to it, and the readers' conversions of ``stage`` to that type read the copy
+    (every read of it must be such a conversion): a panel of f16 packed as the f32 it is
+    multiplied in."""
     stage: str
     scope: str
     readers: tuple[str, ...]
     layout: tuple[int, ...] | None = None
     split: tuple[tuple[int, int], ...] = ()
+    dtype: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,7 @@ ANNOTATIONS = ("parallel", "vectorize", "unroll")
 def step_to_json(step) -> dict:
     d = asdict(step)
     d = {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()
-         if not (k == "split" and not v)}    # records from before splits existed stay as they were
+         if not (k in ("split", "dtype") and not v)}    # records from before these existed stay as they were
     return {"step": type(step).__name__, **d}
 
 

@@ -1,6 +1,7 @@
 """The C renderer for the CPU: OpenMP ``parallel for``, ``omp simd`` vector loops, GCC unroll
-pragmas, restrict pointers, 64-byte aligned scratch, an ``hl_entry`` wrapper and an in-C timer
-``hl_bench`` so timing pays no Python call overhead."""
+pragmas, restrict pointers, 64-byte aligned scratch, register micro-kernels (microkernel.py) and
+transposing pack copies (pack_c.py), an ``hl_entry`` wrapper and an in-C timer ``hl_bench`` so
+timing pays no Python call overhead."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ...schedules.loops import Allocate, Buffer, For, If, Let, LoopKind, Lowered
 from .cstyle import CStyleRenderer
 from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, multiplies_16bit, rounding_helpers
 from .microkernel import MicroKernelPrinter, match
+from .pack_c import PackPrinter, match_pack
 from .typehelpers import type_helpers
 from .vmath import VMATH_C
 
@@ -146,6 +148,11 @@ class CRenderer(CStyleRenderer):
                 for key, text in p.helpers():
                     self.vector_types.setdefault(key, text)
                 return p.lines(depth)
+            pc = match_pack(s, self.flat_index)
+            if pc is not None:
+                pp = PackPrinter(self, pc)
+                self.vector_types.setdefault(*pp.helper())
+                return pp.lines(depth)
         return super().stmt(s, depth)
 
     def function(self, fn: LoweredFunc) -> str:

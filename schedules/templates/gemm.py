@@ -39,7 +39,7 @@ from ..fusion_rules import epilogue_of
 from ..hardware import Hardware
 from ..kgroups import SIZES as GROUP_SIZES
 from ..kgroups import GroupKind, group_kind
-from ..schedule import Schedule, Stage, check
+from ..schedule import Schedule, Stage, check, only_converted
 from .base import Knob, KnobSpec, Template, is_pow2
 
 MR_VALUES = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16)
@@ -155,6 +155,16 @@ def group_panel(tensor: Tensor, dim: int, f: int, kdim: int, g: int) -> tuple[tu
         n += 2 if d in (dim, kdim) else 1
     rest = [pos[d] for d in range(len(tensor.shape)) if d != dim]
     return tuple(sorted(((dim, f), (kdim, g)))), (pos[dim], *rest, pos[dim] + 1, pos[kdim] + 1)
+
+
+def _packed_type(op, t: Tensor, groups):
+    """The type a panel of ``t`` holds: the one the tile multiplies in (its accumulator's) where
+    every read of ``t`` converts to it and no K-group instruction takes ``t`` as it is, so that
+    the micro-kernel converts nothing (f16, bf16 or int8 operands of an f32 dot); else None (t's)."""
+    to = op.body[0].dtype
+    if groups is not None or t.dtype is to:
+        return None
+    return to if only_converted(op.body, lambda x: x.op is t.op and x.value_index == t.value_index, to) else None
 
 
 def _blocks(n: int, nb: int) -> int:
@@ -405,7 +415,7 @@ class Gemm(Template):
             for t, dim, _ in bs:
                 split, layout = (panel(t, dim, yi.extent) if groups is None
                                  else group_panel(t, dim, yi.extent, groups[1][id(t)], c["kgroup"]))
-                p = s.cache_read(t, "shared", [tile.name], layout, split)
+                p = s.cache_read(t, "shared", [tile.name], layout, split, _packed_type(tile.op, t, groups))
                 s.compute_at(p, yc)
                 ax = list(s.stage(p).op.axis)
                 if groups is not None:      # each group's source rows read together, in order
@@ -422,7 +432,7 @@ class Gemm(Template):
                     continue
                 split, layout = (panel(t, dim, xi.extent) if groups is None
                                  else group_panel(t, dim, xi.extent, groups[1][id(t)], c["kgroup"]))
-                p = s.cache_read(t, "shared", [tile.name], layout, split)
+                p = s.cache_read(t, "shared", [tile.name], layout, split, _packed_type(tile.op, t, groups))
                 s.compute_at(p, xc)
         s.vectorize(yi)
         if c["parallel"]:

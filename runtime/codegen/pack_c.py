@@ -1,0 +1,196 @@
+"""Transposing pack copies in C: the gemm template's A panels, found in the loop IR and rendered as
+one call of a helper that transposes 16 K steps of all rows at a time in vector registers.
+
+The pattern (``cache_read`` of an A operand in panels, schedules/templates/gemm.py)::
+
+    for k in range(K):                        # any extent
+      for r in range(R):                      # constant, 2 <= R <= 16
+        [for g in range(G):]                  # K groups: G elements make one 32-bit word
+          P[base + (k * R + r) * G + g] = cond(r) ? A[row(r) + k * G + g] : 0
+
+``cond`` (optional: the zero padding of rows past the operand's end) may not depend on ``k``
+or ``g``; ``row(r)`` is any index of ``r`` and outer loops; the value may also be an exact
+widening of f16, bf16 or 8-bit integer A to f32 or int32 P (``G`` 1). Each row's address and condition are evaluated once
+(rows whose condition fails are never read), then ``hl_pack_t_<kind>_<R>`` copies ``K`` words of
+every row: with AVX-512, 16 words per row into R vectors and out as R vectors of the transposed
+block, each gathered by masked permutes; elsewhere, and for the last ``K % 16``, one word at a
+time. Element order and values are exactly the loop's.
+
+The copy the loop did one element at a time (with the row condition per element) took 5% of an
+fp32 matmul 1024's time and 7% of a bf16 one's on an AMD EPYC (perf, default schedules).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...dsl import dtypes as dt
+from ...dsl.expr import Expr, IterVar, substitute, walk
+from ...dsl.ops import Op
+from ...schedules.loops import Buffer, For, LoopKind, Store
+from .kgroup_c import X86_INTRINSICS
+from .microkernel import lane_stride
+
+_SCALAR = (LoopKind.SERIAL, LoopKind.UNROLL)
+#: (source, destination) types a pack widens exactly: helper kind
+_WIDEN = {(dt.float16, dt.float32): "f16f32", (dt.bfloat16, dt.float32): "bf16f32",
+          (dt.int8, dt.int32): "s8i32", (dt.uint8, dt.int32): "u8i32",
+          (dt.int8, dt.float32): "s8f32", (dt.uint8, dt.float32): "u8f32"}
+LANES = 16
+
+
+@dataclass(frozen=True)
+class PackCopy:
+    """A matched transposing copy: loops ``k`` (outer), ``r`` (rows) and optional ``g`` (the
+    elements of one word), ``store`` into P, ``load`` of A, ``cond`` (None: every row) and the
+    helper ``kind``: 'w32' (32-bit words as they are) or a widening (``_WIDEN``)."""
+
+    k: For
+    r: For
+    g: For | None
+    store: Store
+    load: Expr
+    cond: Expr | None
+    kind: str
+
+    @property
+    def rows(self) -> int:
+        return self.r.extent.arg
+
+
+def _vars(e: Expr) -> set:
+    return {x.arg for x in walk([e]) if x.op is Op.VAR}
+
+
+def _const(f: For) -> int | None:
+    return f.extent.arg if f.extent.op is Op.CONST else None
+
+
+def match_pack(loop: For, flat_index) -> PackCopy | None:
+    """The transposing copy rooted at loop ``loop`` (module docstring), or None."""
+    if loop.kind not in _SCALAR or loop.reduction or not isinstance(loop.body, For):
+        return None
+    r = loop.body
+    g = r.body if isinstance(r.body, For) else None
+    s = (g.body if g is not None else r.body)
+    rows = _const(r)
+    if (not isinstance(s, Store) or r.kind not in _SCALAR or r.reduction or rows is None
+            or not 2 <= rows <= LANES):
+        return None
+    if g is not None and (g.kind not in _SCALAR or g.reduction or _const(g) is None):
+        return None
+    value, cond = s.value, None
+    if value.op is Op.SELECT and value.src[2].op is Op.CONST and value.src[2].arg == 0:
+        cond, value = value.src[0], value.src[1]
+    widen = None
+    if value.op is Op.CAST and value.src[0].op is Op.LOAD:
+        widen = _WIDEN.get((value.src[0].dtype, value.dtype))
+        if widen is None or g is not None:
+            return None
+        value = value.src[0]
+    if value.op is not Op.LOAD or not isinstance(value.arg, Buffer) or value.arg is s.buffer:
+        return None
+    dst, src = s.buffer, value.arg
+    size = _const(g) if g is not None else 1
+    if widen is None and (src.dtype is not dst.dtype or size * dst.dtype.itemsize != 4):
+        return None
+    if widen is not None and dst.dtype.itemsize != 4:
+        return None
+    inner = [loop.var] + ([g.var] if g is not None else [])
+    if cond is not None and any(v in _vars(cond) for v in inner):
+        return None
+    fd, fs = flat_index(dst, s.indices), flat_index(src, value.src)
+    if lane_stride(fd, loop.var) != rows * size or lane_stride(fd, r.var) != size or lane_stride(fs, loop.var) != size:
+        return None
+    if g is not None and (lane_stride(fd, g.var) != 1 or lane_stride(fs, g.var) != 1):
+        return None
+    return PackCopy(loop, r, g, s, value, cond, widen or "w32")
+
+
+def _load(kind: str, p: str, k: str) -> tuple[str, str]:
+    """(AVX-512 vector of 16 words from row pointer ``p`` at word ``k``, one word as uint32_t)."""
+    if kind == "w32":
+        return (f"_mm512_loadu_si512((const void*)((const uint32_t*){p} + {k}))",
+                f"hl_pack_word((const hl_pack_u32*){p} + {k})")
+    if kind == "f16f32":
+        return (f"_mm512_castps_si512(_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)((const uint16_t*){p} + {k}))))",
+                f"hl_pack_f32bits(hl_f16bits_to_f32(((const hl_pack_u16*){p})[{k}]))")
+    if kind == "bf16f32":
+        return (f"_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i*)((const uint16_t*){p} + {k}))), 16)",
+                f"((uint32_t)((const hl_pack_u16*){p})[{k}] << 16)")
+    signed = kind[0] == "s"
+    ints = f"_mm512_cvtep{'i' if signed else 'u'}8_epi32(_mm_loadu_si128((const __m128i*)((const uint8_t*){p} + {k})))"
+    one = f"((const {'int8_t' if signed else 'uint8_t'}*){p})[{k}]"     # char types alias anything
+    if kind.endswith("i32"):
+        return ints, f"(uint32_t)(int32_t){one}"
+    return f"_mm512_castps_si512(_mm512_cvtepi32_ps({ints}))", f"hl_pack_f32bits((float){one})"
+
+
+def pack_helper(kind: str, rows: int) -> str:
+    """C of ``hl_pack_t_<kind>_<rows>(dst, row pointers, row mask, n)``: ``dst[k * rows + r]`` =
+    word ``k`` of row ``r`` (0 where bit ``r`` of the mask is clear), ``k < n``."""
+    name = f"hl_pack_t_{kind}_{rows}"
+    vec, word = _load(kind, "rows[{r}]", "k")
+    out = [X86_INTRINSICS,
+           ("#ifndef HL_PACK_WORD\n#define HL_PACK_WORD\n"
+           "typedef uint32_t hl_pack_u32 __attribute__((may_alias));\n"
+           "typedef uint16_t hl_pack_u16 __attribute__((may_alias));\n"
+           "HL_INLINE uint32_t hl_pack_word(const hl_pack_u32* p) { uint32_t w; __builtin_memcpy(&w, p, 4); return w; }\n"
+           "HL_INLINE uint32_t hl_pack_f32bits(float f) { uint32_t w; __builtin_memcpy(&w, &f, 4); return w; }\n"
+           "#endif\n"),
+           (f"HL_INLINE void {name}(hl_pack_u32* __restrict__ dst, const void* const* rows, uint32_t ok, int64_t n) {{\n"
+           "  int64_t k = 0;\n#if defined(__AVX512F__)\n")]
+    for j in range(rows):
+        lanes = [(LANES * j + lane) // rows for lane in range(LANES)]
+        out.append(f"  const __m512i ix{j} = _mm512_setr_epi32({', '.join(map(str, lanes))});\n")
+    out.append(f"  for (; k + {LANES} <= n; k += {LANES}) {{\n")
+    for r in range(rows):
+        out.append(f"    const __m512i v{r} = (ok >> {r} & 1u) ? {vec.format(r=r)} : _mm512_setzero_si512();\n")
+    for j in range(rows):
+        expr = "_mm512_setzero_si512()"
+        for r in range(rows):
+            mask = sum(1 << lane for lane in range(LANES) if (LANES * j + lane) % rows == r)
+            if mask:
+                expr = f"_mm512_mask_permutexvar_epi32({expr}, (__mmask16){mask:#06x}, ix{j}, v{r})"
+        out.append(f"    _mm512_storeu_si512((void*)(dst + k * {rows} + {LANES * j}), {expr});\n")
+    out.append("  }\n#endif\n"
+               f"  for (; k < n; ++k)\n    for (int r = 0; r < {rows}; ++r)\n"
+               f"      dst[k * {rows} + r] = (ok >> r & 1u) ? {word.format(r='r')} : 0u;\n}}\n")
+    return "".join(out)
+
+
+class PackPrinter:
+    """Renders a matched PackCopy with a C renderer ``rd`` (names, expressions, flat indices)."""
+
+    def __init__(self, rd, pc: PackCopy):
+        self.rd, self.pc = rd, pc
+
+    def helper(self) -> tuple[str, str]:
+        key = f"pack_t_{self.pc.kind}_{self.pc.rows}"
+        return key, pack_helper(self.pc.kind, self.pc.rows)
+
+    def lines(self, depth: int) -> list[str]:
+        rd, pc = self.rd, self.pc
+        pad = "  " * depth
+        at0: dict[IterVar, int] = {pc.k.var: 0, **({pc.g.var: 0} if pc.g is not None else {})}
+        rv = rd.name(pc.r.var, pc.r.var.name)
+        src = pc.load.arg
+        sname = rd.name(src, src.name)
+        row = rd.expr(substitute(rd.flat_index(src, pc.load.src), at0))
+        ok = "1" if pc.cond is None else rd.expr(substitute(pc.cond, at0))
+        dst = rd.name(pc.store.buffer, pc.store.buffer.name)
+        base = rd.expr(substitute(rd.flat_index(pc.store.buffer, pc.store.indices), {**at0, pc.r.var: 0}))
+        return [pad + "{",
+                f"{pad}  const void* hl_pk_rows[{pc.rows}];",
+                f"{pad}  uint32_t hl_pk_ok = 0;",
+                f"{pad}  for ({rd.int64_type} {rv} = 0; {rv} < {pc.rows}; ++{rv}) {{",
+                f"{pad}    const uint32_t hl_pk_in = ({ok}) ? 1u : 0u;",
+                f"{pad}    hl_pk_ok |= hl_pk_in << {rv};",
+                f"{pad}    hl_pk_rows[{rv}] = hl_pk_in ? (const void*)&{sname}[{row}] : (const void*){sname};",
+                f"{pad}  }}",
+                (f"{pad}  hl_pack_t_{pc.kind}_{pc.rows}((hl_pack_u32*)&{dst}[{base}], hl_pk_rows, hl_pk_ok, "
+                f"{rd.expr(pc.k.extent)});"),
+                pad + "}"]
+
+
+__all__ = ["PackCopy", "PackPrinter", "match_pack", "pack_helper"]
