@@ -25,13 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...dsl import dtypes as dt
-from ...dsl.expr import Expr, IterVar, substitute, walk
+from ...dsl.expr import Expr, IterVar, substitute
 from ...dsl.ops import Op
-from ...schedules.loops import Buffer, For, LoopKind, Store
+from ...schedules.loops import Buffer, For, Store
 from .kgroup_c import X86_INTRINSICS
-from .microkernel import lane_stride
+from .microkernel import _SCALAR, lane_invariant, lane_stride
 
-_SCALAR = (LoopKind.SERIAL, LoopKind.UNROLL)
 #: (source, destination) types a pack widens exactly: helper kind
 _WIDEN = {(dt.float16, dt.float32): "f16f32", (dt.bfloat16, dt.float32): "bf16f32",
           (dt.int8, dt.int32): "s8i32", (dt.uint8, dt.int32): "u8i32",
@@ -56,10 +55,6 @@ class PackCopy:
     @property
     def rows(self) -> int:
         return self.r.extent.arg
-
-
-def _vars(e: Expr) -> set:
-    return {x.arg for x in walk([e]) if x.op is Op.VAR}
 
 
 def _const(f: For) -> int | None:
@@ -97,7 +92,7 @@ def match_pack(loop: For, flat_index) -> PackCopy | None:
     if widen is not None and dst.dtype.itemsize != 4:
         return None
     inner = [loop.var] + ([g.var] if g is not None else [])
-    if cond is not None and any(v in _vars(cond) for v in inner):
+    if cond is not None and not all(lane_invariant(cond, v) for v in inner):
         return None
     fd, fs = flat_index(dst, s.indices), flat_index(src, value.src)
     if lane_stride(fd, loop.var) != rows * size or lane_stride(fd, r.var) != size or lane_stride(fs, loop.var) != size:
