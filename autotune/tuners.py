@@ -137,9 +137,14 @@ class BayesTuner(Tuner):
     points; else a random sample plus the one-knob neighbours of the best configs), so a
     proposal is always a real, untried point. The first ``n_initial_points`` are a
     space-filling design (greedy max-min distance from a random start); then a surrogate
-    (``base_estimator``: GP, a Matern-5/2 kernel with one length scale per feature, or RF,
-    ET, GBRT) picks the candidate that maximizes ``acq_func`` (EI, PI, LCB, or gp_hedge, which
-    chooses among the three by their past gains as scikit-optimize does). A batch is chosen one
+    (``base_estimator``: RF, a random forest whose spread over its trees is the uncertainty; GP,
+    a Matern-5/2 kernel with one length scale per feature; ET; GBRT; or ``auto``, the default:
+    RF and GP proposing in turn on raw costs, since RF reaches a good config in fewer trials on
+    the replayed gemm spaces of bench/tuner_efficiency.py, full of cliffs where tiles stop
+    fitting, and GP on smooth spaces, where RF can miss the optimum; GP alone on the smooth
+    residuals a prior leaves) picks the candidate that maximizes ``acq_func`` (EI,
+    PI, LCB, or gp_hedge, which chooses among the three by their past gains as scikit-optimize
+    does). A batch is chosen one
     point at a time, each earlier pick told to the model at the best cost so far (constant
     liar). Failed configs (cost None: a template rule broken, or a failed build or run) are
     never proposed again and are not fitted as costs; a second model learns where configs
@@ -163,8 +168,11 @@ class BayesTuner(Tuner):
     MAX_ENUMERATE = 20000
     #: random candidates per proposal in larger spaces
     N_SAMPLE = 2048
+    #: trees of the RF and ET surrogates (refitted for every pick of a batch: with 100 a pick
+    #: costs 0.17 s on 2 cores, with 50 about a quarter of that; both as good on the replays)
+    TREES = 50
 
-    def __init__(self, space, seed=0, base_estimator: str = "GP", acq_func: str = "EI",
+    def __init__(self, space, seed=0, base_estimator: str = "auto", acq_func: str = "EI",
                  n_initial_points: int = 10, xi: float = 0.01, kappa: float = 1.96):
         super().__init__(space, seed)
         try:
@@ -174,8 +182,8 @@ class BayesTuner(Tuner):
             raise MissingDependencyError("scikit-optimize") from e
         if acq_func not in ("EI", "PI", "LCB", "gp_hedge"):
             raise ConfigError(f"unknown acq_func '{acq_func}'; expected EI, PI, LCB or gp_hedge", "acq_func")
-        if str(base_estimator).upper() not in ("GP", "RF", "ET", "GBRT"):
-            raise ConfigError(f"unknown base_estimator '{base_estimator}'; expected GP, RF, ET or GBRT",
+        if str(base_estimator).upper() not in ("AUTO", "GP", "RF", "ET", "GBRT"):
+            raise ConfigError(f"unknown base_estimator '{base_estimator}'; expected auto, GP, RF, ET or GBRT",
                               "base_estimator")
         self.estimator, self.acq_func = str(base_estimator).upper(), acq_func
         self.n_initial, self.xi, self.kappa = n_initial_points, xi, kappa
@@ -231,8 +239,16 @@ class BayesTuner(Tuner):
         return [c for key, c in out.items() if key not in self.tried and key not in skip]
 
     # ------------------------------------------------------------------ model
-    def _model(self):
-        if self.estimator == "GP":
+    def kind(self, pick: int = 0) -> str:
+        """The surrogate of the ``pick``-th proposal (counting every told config): ``auto`` is
+        a GP over a prior's residuals (smooth, and its uncertainty grows away from the data, so
+        a wrong prior is overruled); without a prior, RF and GP in turn."""
+        if self.estimator != "AUTO":
+            return self.estimator
+        return "GP" if self.prior is not None or pick % 2 else "RF"
+
+    def _model(self, kind: str):
+        if kind == "GP":
             from sklearn.gaussian_process import GaussianProcessRegressor
             from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
             d = self.features([self.space.default()]).shape[1]
@@ -245,17 +261,19 @@ class BayesTuner(Tuner):
             GradientBoostingQuantileRegressor,
             RandomForestRegressor,
         )
-        return {"RF": lambda: RandomForestRegressor(n_estimators=100, min_samples_leaf=2, random_state=self.seed),
-                "ET": lambda: ExtraTreesRegressor(n_estimators=100, min_samples_leaf=2, random_state=self.seed),
-                "GBRT": lambda: GradientBoostingQuantileRegressor(random_state=self.seed)}[self.estimator]()
+        return {"RF": lambda: RandomForestRegressor(n_estimators=self.TREES, min_samples_leaf=2, random_state=self.seed),
+                "ET": lambda: ExtraTreesRegressor(n_estimators=self.TREES, min_samples_leaf=2, random_state=self.seed),
+                "GBRT": lambda: GradientBoostingQuantileRegressor(random_state=self.seed)}[kind]()
 
-    def _fit(self, X, y, like=None):
-        """A model fitted on (X, y); ``like``: a fitted GP whose kernel is kept (no re-optimizing)."""
-        if like is not None and self.estimator == "GP":
+    def _fit(self, X, y, like=None, kind: str | None = None):
+        """A ``kind`` model (default: the first proposal's) fitted on (X, y); ``like``: a fitted
+        GP whose kernel is kept (no re-optimizing)."""
+        kind = kind or self.kind()
+        if like is not None and kind == "GP":
             from sklearn.gaussian_process import GaussianProcessRegressor
             m = GaussianProcessRegressor(like.kernel_, normalize_y=True, optimizer=None)
         else:
-            m = self._model()
+            m = self._model(kind)
         # matrices of a few dozen rows: BLAS threads only contend (with the measurements, too)
         with warnings.catch_warnings(), threadpool_limits(1):
             warnings.simplefilter("ignore")     # length scales at their bounds
@@ -352,11 +370,12 @@ class BayesTuner(Tuner):
             P = np.asarray(self.prior(cands), dtype=float) + offset
             y = list(np.asarray(y) - told - offset)       # what the prior leaves unexplained
         runs = self._p_runs(F)
-        model = None
+        models: dict = {}
         alive = np.ones(len(cands), dtype=bool)
         self._hedge_picks = None
         while len(out) < n and alive.any():
-            model = self._fit(X, y, like=model)
+            kind = self.kind(len(self.y) + len(self.Xf) + len(out))
+            model = models[kind] = self._fit(X, y, like=models.get(kind), kind=kind)
             with threadpool_limits(1):
                 mu, sd = model.predict(F, return_std=True)
             mu = mu + P

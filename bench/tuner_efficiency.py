@@ -3,8 +3,9 @@ replay ``bayes`` and ``random`` from the log over many seeds (no device needed f
 replay, as Kernel Tuner's simulation mode).
 
 Run: ``python -m bench.tuner_efficiency [--sample 256] [--samples 3] [--seeds 10] [--space-cache PATH]``.
-Tasks: a dot (batched_matmul), a reduction (the largest of the reductions module) and a convolution
-(conv2d_nhwc_3x3) from the corpus. Each space is measured completely when it has at most ``--sample``
+Tasks: a dot (batched_matmul), a reduction (the largest of the reductions module), a convolution
+(conv2d_nhwc_3x3) and an attention (attention_multi_head: both dots and the softmax between them
+in one gemm-template task) from the corpus. Each space is measured completely when it has at most ``--sample``
 points, else on ``--samples`` uniform samples of that many points (sample seeds 0, 1, ...), each
 then a replayed space for every tuner, so that one lucky sample cannot decide: per space the
 table gives the median over samples and seeds, and the notes each sample's median.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing as mp
 import random
 import statistics
 import time
@@ -101,6 +103,25 @@ def replay(tuner: str, task, log: dict, seed: int, n: int, batch: int = 4) -> li
     return trace
 
 
+#: (label, sample) -> (task, log) of the replays in flight (forked workers inherit it)
+_JOBS: dict = {}
+
+
+def _replay_job(job: tuple) -> list[float]:
+    tuner, label, k, seed, n = job
+    task, log = _JOBS[(label, k)]
+    return replay(tuner, task, log, seed, n)
+
+
+def replays(jobs: list[tuple], workers: int) -> list[list[float]]:
+    """The traces of ``jobs`` ((tuner, label, sample, seed, trials) each), in order; replays
+    read only the recorded logs, so they may run in ``workers`` processes (nothing is timed)."""
+    if workers <= 1:
+        return [_replay_job(j) for j in jobs]
+    with mp.get_context("fork").Pool(workers) as pool:
+        return pool.map(_replay_job, jobs, chunksize=1)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--sample", type=int, default=256)
@@ -111,13 +132,15 @@ def main(argv=None):
     ap.add_argument("--space-cache", type=Path, default=None,
                     help="JSON file of measured spaces: read when it has a task's space, written after measuring")
     ap.add_argument("--tuners", default="bayes,random", help="comma-separated tuner names to replay")
+    ap.add_argument("--jobs", type=int, default=1, help="processes replaying at once (after all measuring)")
     args = ap.parse_args(argv)
     tuners = args.tuners.split(",")
     cache = load_cache(args.space_cache)
     env = environment({"sample": args.sample, "samples": args.samples, "seeds": args.seeds,
                        "random_seeds": args.random_seeds})
     tasks = [("dot", pick_task("batched_matmul", "dot")), ("reduction", pick_task("reductions", "reduction")),
-             ("conv", pick_task("conv2d_nhwc_3x3", "conv"))]
+             ("conv", pick_task("conv2d_nhwc_3x3", "conv")),
+             ("attention", pick_task("attention_multi_head", "dot"))]
     rows, table, verdicts = [], [], []
     for label, task in tasks:
         whole = task.space.size <= args.sample
@@ -131,11 +154,15 @@ def main(argv=None):
                 mtime = time.perf_counter() - t0
                 if args.space_cache is not None:
                     cache[name] = {"key": task.key, "sample": args.sample, "space_size": task.space.size,
-                                   "seconds": mtime, "log": log, "loadavg": env.get("loadavg_before")}
+                                   "seconds": mtime, "log": log, "loadavg": env.get("loadavg_before"),
+                                   "commit": env.get("hlotune_commit"), "tree": env.get("tree")}
                     args.space_cache.write_text(json.dumps(cache))
             else:
                 log, mtime = cached
-            samples.append((k, log, mtime, cached is not None))
+                e = cache[name]
+                cached = f"space cache, measured at {e.get('commit', 'an unrecorded commit')}" + \
+                    (f" ({e['tree']} tree)" if e.get("tree", "clean") != "clean" else "")
+            samples.append((k, log, mtime, cached))
         need = {t: [] for t in tuners}          # per sample: median over seeds
         rel = {t: [[] for _ in CHECKPOINTS] for t in tuners}
         facts = []
@@ -150,7 +177,8 @@ def main(argv=None):
                 # number rather than "more than --trials"; the model-based tuners over --trials
                 horizon = valid if tuner == "random" else args.trials
                 seeds = args.random_seeds if tuner == "random" else args.seeds
-                traces = [replay(tuner, task, log, s, horizon) for s in range(seeds)]
+                _JOBS[(label, k)] = (task, log)
+                traces = replays([(tuner, label, k, s, horizon) for s in range(seeds)], args.jobs)
                 for s, tr in enumerate(traces):
                     for j, v in enumerate(tr):
                         rows.append({"task": label, "sample": k, "tuner": tuner, "seed": s, "trial": j + 1,
@@ -160,7 +188,7 @@ def main(argv=None):
                 within = [next((j + 1 for j, v in enumerate(tr) if v <= 1.05 * space_best), math.inf)
                           for tr in traces]
                 need[tuner].append(statistics.median(within))
-            facts.append(f"sample {k}: measured in {mtime:.0f} s{' (space cache)' if was_cached else ''}, "
+            facts.append(f"sample {k}: measured in {mtime:.0f} s{f' ({was_cached})' if was_cached else ''}, "
                          f"{near} of {valid} valid configs within 5% of its best, {invalid} break a template rule, "
                          f"{len(log) - len(ok) - invalid} failed")
         def shown(v):

@@ -382,8 +382,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--tuner", default="bayes", help="bayes (default), random or grid")
     t.add_argument("--seed", type=_seed, default=0, help="seed of the tuner and the random inputs (default 0)")
     t.add_argument("--batch", type=_positive_int, default=4, help="candidates per round (default 4)")
-    t.add_argument("--estimator", default="GP", choices=["GP", "RF", "ET", "GBRT"], help="bayes: surrogate model "
-                   "(default GP)")
+    t.add_argument("--estimator", default="auto", choices=["auto", "GP", "RF", "ET", "GBRT"],
+                   help="bayes: surrogate model (default auto: RF, or a GP over the cost model's residuals)")
     t.add_argument("--acq", default="EI", choices=["gp_hedge", "EI", "PI", "LCB"], help="bayes: acquisition "
                    "function (default EI)")
     t.add_argument("--timeout", type=_number(True), default=20.0, help="seconds before a candidate is a timeout "

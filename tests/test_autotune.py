@@ -258,8 +258,8 @@ def test_two_processes_write_one_database(tmp_path):
     assert len(hist) >= 10
 
 
-def _replay(tuner_name, space, table, seed, n=12, batch=3):
-    t = get_tuner(tuner_name, space, seed)
+def _replay(tuner_name, space, table, seed, n=12, batch=3, **options):
+    t = get_tuner(tuner_name, space, seed, **options)
     seq = []
     while len(seq) < n:
         cs = t.ask(batch)
@@ -285,8 +285,10 @@ def test_tuners_replay_deterministically_from_a_log(tuner):
         assert _replay(tuner, space, table, seed=8) != s1
 
 
-def test_bayes_beats_random_on_a_smooth_space():
-    """On a space with a clear optimum the GP finds it in fewer trials than random (median of seeds)."""
+@pytest.mark.parametrize("estimator", ["auto", "GP", "RF"])
+def test_bayes_beats_random_on_a_smooth_space(estimator):
+    """On a space with a clear optimum each surrogate finds it in fewer trials than random (median
+    of seeds)."""
     from hlotune.schedules.templates.base import Knob, Space
     space = Space((Knob("a", tuple(range(10))), Knob("b", tuple(range(10)))))
     table = {json.dumps(c, sort_keys=True): math.log(1 + (c["a"] - 7) ** 2 + (c["b"] - 3) ** 2)
@@ -294,7 +296,8 @@ def test_bayes_beats_random_on_a_smooth_space():
     best = min(table.values())
 
     def trials_to_best(name, seed):
-        seq = _replay(name, space, table, seed, n=30, batch=3)
+        opts = {"base_estimator": estimator} if name == "bayes" else {}
+        seq = _replay(name, space, table, seed, n=30, batch=3, **opts)
         for k, c in enumerate(seq):
             if table[c] == best:
                 return k + 1
@@ -303,6 +306,20 @@ def test_bayes_beats_random_on_a_smooth_space():
     bayes = np.median([trials_to_best("bayes", s) for s in range(3)])
     rand = np.median([trials_to_best("random", s) for s in range(3)])
     assert bayes < rand
+
+
+def test_the_default_surrogate_takes_turns_and_a_prior_gets_a_gp():
+    """``auto``: RF and GP propose in turn on raw costs (RF sees the gemm spaces' cliffs, GP
+    smooth bowls); over a prior's residuals a GP alone; a named estimator is used throughout."""
+    from hlotune.schedules.templates.base import Knob, Space
+    space = Space((Knob("a", (1, 2, 4)), Knob("b", (1, 2))))
+    t = get_tuner("bayes", space, 0)
+    assert [t.kind(k) for k in range(4)] == ["RF", "GP", "RF", "GP"]
+    t.prior = lambda cs: np.zeros(len(cs))
+    assert {t.kind(k) for k in range(4)} == {"GP"}
+    assert {get_tuner("bayes", space, 0, base_estimator="et").kind(k) for k in range(3)} == {"ET"}
+    with pytest.raises(ConfigError, match="auto, GP, RF"):
+        get_tuner("bayes", space, 0, base_estimator="svm")
 
 
 def test_config_validation_names_the_knob():
