@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hlotune.autotune.database import Database, Trial
 from hlotune.autotune.measure import Measurer
+from hlotune.autotune.records import validate_record
 from hlotune.autotune.task import extract_tasks, tuned_schedule_fn
 from hlotune.autotune.tune import tune_graph
 from hlotune.autotune.tuners import get_tuner
@@ -23,14 +24,13 @@ from hlotune.dsl.reference import evaluate
 from hlotune.runtime.cpu import compile_c
 from hlotune.runtime.module import CompiledGraph
 from hlotune.runtime.targets import get_target
-from hlotune.autotune.records import validate_record
 
 sys.path.insert(0, str(Path(__file__).parent))
 from autotune_fixtures import matmul_tanh
 
 HERE = Path(__file__).parent
 CPU = get_target("cpu")
-FAST = dict(batch=2, repeat=2, min_repeat_ms=1.0, progress=False)
+FAST = {"batch": 2, "repeat": 2, "min_repeat_ms": 1.0, "progress": False}
 
 
 def _tasks():
