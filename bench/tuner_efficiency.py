@@ -151,7 +151,7 @@ def main(argv=None):
             if cached is None:
                 t0 = time.perf_counter()
                 log = measure_space(task, args.sample, seed=k)
-                mtime = time.perf_counter() - t0
+                mtime, origin = time.perf_counter() - t0, ""
                 if args.space_cache is not None:
                     cache[name] = {"key": task.key, "sample": args.sample, "space_size": task.space.size,
                                    "seconds": mtime, "log": log, "loadavg": env.get("loadavg_before"),
@@ -160,13 +160,13 @@ def main(argv=None):
             else:
                 log, mtime = cached
                 e = cache[name]
-                cached = f"space cache, measured at {e.get('commit', 'an unrecorded commit')}" + \
+                origin = f"space cache, measured at {e.get('commit', 'an unrecorded commit')}" + \
                     (f" ({e['tree']} tree)" if e.get("tree", "clean") != "clean" else "")
-            samples.append((k, log, mtime, cached))
+            samples.append((k, log, mtime, origin))
         need = {t: [] for t in tuners}          # per sample: median over seeds
         rel = {t: [[] for _ in CHECKPOINTS] for t in tuners}
         facts = []
-        for k, log, mtime, was_cached in samples:
+        for k, log, mtime, origin in samples:
             ok = [v for v in log.values() if isinstance(v, float)]
             invalid = sum(1 for v in log.values() if v == "invalid")
             near = sum(1 for v in ok if v <= 1.05 * min(ok))
@@ -188,7 +188,7 @@ def main(argv=None):
                 within = [next((j + 1 for j, v in enumerate(tr) if v <= 1.05 * space_best), math.inf)
                           for tr in traces]
                 need[tuner].append(statistics.median(within))
-            facts.append(f"sample {k}: measured in {mtime:.0f} s{f' ({was_cached})' if was_cached else ''}, "
+            facts.append(f"sample {k}: measured in {mtime:.0f} s{f' ({origin})' if origin else ''}, "
                          f"{near} of {valid} valid configs within 5% of its best, {invalid} break a template rule, "
                          f"{len(log) - len(ok) - invalid} failed")
         def shown(v):
