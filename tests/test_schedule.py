@@ -501,7 +501,7 @@ def test_default_packs_a_transposed_view_read_by_a_dot():
     C = dsl.compute((64, 48), lambda i, j: dsl.sum(A[i, k] * KT[k, j], axis=k), name="C")
     for hw in (_hw(64, 32), _hw(32, 16)):
         s = default_schedule(C, threads=hw)
-        nb, kk, nr = allocs(s)["KT.shared"][1]
+        _, kk, nr = allocs(s)["KT.shared"][1]
         assert s.stage("KT").is_inline and kk == 32 and nr % (hw.vector_bytes // 4) == 0
         assert microkernels(s, hw) == 1
         check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
@@ -509,15 +509,16 @@ def test_default_packs_a_transposed_view_read_by_a_dot():
 
 def test_default_dot_reads_strided_operands_through_panels():
     """out[d, s] = sum_k V[k, d] * P[s, k] (attention's second dot): P is strided along s, so
-    the default packs it as panels P'[s // nr, k, s % nr] (and V as panels along d): the tile
-    vectorizes s with contiguous loads and broadcasts V."""
+    the default packs it as panels P'[s // nr, k, s % nr]: the tile vectorizes s with
+    contiguous loads and broadcasts V, which it reads as it lies (40 columns are at most two
+    column tiles: a transposing pack of V would cost more than it saves)."""
     from hlotune.schedules.fusion import default_schedule
     V = dsl.placeholder((48, 32), "float32", name="V")
     P = dsl.placeholder((40, 48), "float32", name="P")
     k = dsl.reduce_axis(48, name="k")
     O = dsl.compute((32, 40), lambda d, t: dsl.sum(V[k, d] * P[t, k], axis=k), name="O")
     s = default_schedule(O, threads=_hw())
-    assert allocs(s)["P.shared"][1][1] == 48 and allocs(s)["V.shared"][1][1] == 48
+    assert allocs(s)["P.shared"][1][1] == 48 and "V.shared" not in allocs(s)
     assert microkernels(s) == 1
     check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
 

@@ -167,6 +167,18 @@ def _packed_type(op, t: Tensor, groups):
     return to if only_converted(op.body, lambda x: x.op is t.op and x.value_index == t.value_index, to) else None
 
 
+def _computed(t: Tensor) -> bool:
+    """Whether reading ``t`` computes something: an op other than a view (a transpose, slice
+    or broadcast reads one tensor) or a conversion of one."""
+    body = getattr(t.op, "body", None)
+    if body is None:
+        return False
+    e = body[t.value_index]
+    while e.op is Op.CAST:
+        e = e.src[0]
+    return e.op is not Op.LOAD
+
+
 def _blocks(n: int, nb: int) -> int:
     """Register tiles per cache block when ``n`` tiles are cut into ``nb`` blocks."""
     return max(1, -(-n // max(1, nb)))
@@ -299,21 +311,42 @@ class Gemm(Template):
             return max(below) if below else (min(vals) if vals else 0)
 
         nv = 4 if hw.vector_regs >= 32 else 2
+        _, as_ = operands(op)
+        # an A operand computed in its pack (a fused prologue: the ReLU mask of a weight gradient
+        # X^T (dY * (h > 0))) and read along its contiguous dimension: its pack evaluates mr
+        # consecutive elements per K step, a loop that vectorizes only when mr is whole vectors;
+        # rows of one vector then, and the columns the registers leave
+        across = (1 in space.knob("pack_a").values and xe >= lanes
+                  and any(dim == len(t.shape) - 1 and _computed(t) for t, dim, _ in as_))
+        if across:
+            nv = max(1, min(nv, _accumulator_budget(hw.vector_regs) // lanes))
         nr = pick("nr", lanes * nv)
         if space.knob("pack_b").values == (0,):     # no padded panels: columns that divide
             fits = [v for v in space.knob("nr").values if ye % v == 0 and 2 * v >= nr and v <= nr]
             nr = max(fits) if fits else nr
+        elif ye < nr:
+            # one tile narrower than nr would hold rows of mixed vector widths (10 columns: 8 + 2
+            # lanes); whole vectors instead, the last tile padded by the pack
+            nr = max([v for v in space.knob("nr").values if v <= ye], default=nr)
         nv = -(-nr // lanes)
         groups = k_groups(op, hw)
         # a compensated group kernel also holds a column sum per vector and a constant
         spare = 2 * nv + 2 if groups is not None and groups[0].compensate else nv + 1
-        mr = pick("mr", max(1, (hw.vector_regs - spare) // nv))
+        mr = pick("mr", lanes if across else max(1, (hw.vector_regs - spare) // nv))
         if space.knob("pack_a").values == (0,):
             # A cannot be padded by packing (a convolution's window): rows that divide the output
             # leave no tail tile, whose guards would keep the tile out of registers (likewise B)
             fits = [v for v in space.knob("mr").values if xe % v == 0 and 2 * v >= mr and v <= mr]
             mr = max(fits) if fits else mr
         rows, cols = -(-xe // mr), -(-ye // nr)
+        # packing A transposes it, worth it when the tiles of many column tiles read the panels;
+        # a plain A that two at most read streams from memory as it lies (in rows that divide:
+        # no tail tile); a computed A (a prologue) or one the K-group kernel takes is packed
+        divide = [v for v in space.knob("mr").values if xe % v == 0 and 2 * v >= mr and v <= mr]
+        keep_a = xe > mr and (cols > 2 or not divide or groups is not None or any(_computed(t) for t, _, _ in as_))
+        if xe > mr and not keep_a:
+            mr = max(divide)
+            rows = -(-xe // mr)
         panel_bytes = kdepth * item
         # A blocks of at most half of L2, B blocks so that each thread has its own (when the
         # batch axes do not already give every thread work) and at most 4 x L2
@@ -321,10 +354,12 @@ class Gemm(Template):
                   space.knob("mb").values[-1])
         batch = math.prod(v.extent for v in d[:-2]) if len(d) > 2 else 1
         per = hw.threads if batch < hw.threads else 1
+        if per > 1 and cols < per:      # too few columns for every thread: row blocks for them
+            mb = max(mb, next((v for v in space.knob("mb").values if v >= per), mb))
         nb = next((v for v in space.knob("nb").values
                    if v % per == 0 and _blocks(cols, v) * nr * panel_bytes <= 4 * hw.l2), space.knob("nb").values[-1])
         c = {"mr": mr, "nr": nr, "mb": mb, "nb": nb, "order": "nm",
-             "pack_a": max(space.knob("pack_a").values) if xe > mr else 0,
+             "pack_a": max(space.knob("pack_a").values) if keep_a else 0,
              "pack_b": max(space.knob("pack_b").values) if (xe > mr or ye % nr) else 0,
              "unroll_k": 1, "parallel": 1 if hw.threads > 1 else 0}
         # the group kernel (its instruction does 2-4x the work of an FMA) needs both packs
@@ -434,6 +469,11 @@ class Gemm(Template):
                                  else group_panel(t, dim, xi.extent, groups[1][id(t)], c["kgroup"]))
                 p = s.cache_read(t, "shared", [tile.name], layout, split, _packed_type(tile.op, t, groups))
                 s.compute_at(p, xc)
+                ax = list(s.stage(p).op.axis)
+                if groups is None and dim == len(t.shape) - 1 and len(ax) > 2:
+                    # A read along its rows (a transposed operand, dA = dY^T X): one pass over each
+                    # source row across all panels, as for B
+                    s.reorder(*ax[1:-1], ax[0], ax[-1])
         s.vectorize(yi)
         if c["parallel"]:
             lead = list(d[:-2]) + blocks[: c["parallel"]]
