@@ -311,7 +311,7 @@ class Gemm(Template):
             return max(below) if below else (min(vals) if vals else 0)
 
         nv = 4 if hw.vector_regs >= 32 else 2
-        _, as_ = operands(op)
+        bs, as_ = operands(op)
         # an A operand computed in its pack (a fused prologue: the ReLU mask of a weight gradient
         # X^T (dY * (h > 0))) and read along its contiguous dimension: its pack evaluates mr
         # consecutive elements per K step, a loop that vectorizes only when mr is whole vectors;
@@ -360,7 +360,10 @@ class Gemm(Template):
                    if v % per == 0 and _blocks(cols, v) * nr * panel_bytes <= 4 * hw.l2), space.knob("nb").values[-1])
         c = {"mr": mr, "nr": nr, "mb": mb, "nb": nb, "order": "nm",
              "pack_a": max(space.knob("pack_a").values) if keep_a else 0,
-             "pack_b": max(space.knob("pack_b").values) if (xe > mr or ye % nr) else 0,
+             # B is packed where rows reuse it, for padded columns, and where the tile could not
+             # load it as it lies: strided along y (a flipped kernel's channels) or computed
+             "pack_b": max(space.knob("pack_b").values) if (xe > mr or ye % nr or any(
+                 dim != len(t.shape) - 1 or _computed(t) for t, dim, _ in bs)) else 0,
              "unroll_k": 1, "parallel": 1 if hw.threads > 1 else 0}
         # the group kernel (its instruction does 2-4x the work of an FMA) needs both packs
         c["kgroup"] = max(space.knob("kgroup").values) if c["pack_a"] and c["pack_b"] else 1
