@@ -21,7 +21,7 @@ RESULTS = Path(__file__).resolve().parent.parent / "results"
 
 def _git(*args: str) -> str | None:
     try:
-        r = subprocess.run(["git", *args], capture_output=True, text=True, cwd=Path(__file__).parent, timeout=10)
+        r = subprocess.run(["git", *args], check=False, capture_output=True, text=True, cwd=Path(__file__).parent, timeout=10)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return r.stdout if r.returncode == 0 else None
@@ -121,13 +121,16 @@ WARM_S = 0.04
 
 def interleaved(contenders: dict[str, Callable[[], object]], repeats: int = 10,
                 min_ms: float = 50.0, settle_s: float = SETTLE_S, warm_s: float = WARM_S) -> dict[str, list[float]]:
-    """Time each contender ``repeats`` times, alternating A B A B, each after ``settle_s`` of
-    quiet and ``warm_s`` of untimed calls (at least one); returns seconds per call."""
+    """Time each contender ``repeats`` times, interleaved (A B C, B C A, C A B, ...: each round
+    starts one contender later, so that no contender always runs right after the same one),
+    each after ``settle_s`` of quiet and ``warm_s`` of untimed calls (at least one); returns
+    seconds per call."""
     for fn in contenders.values():
         fn()  # warm up
     out: dict[str, list[float]] = {k: [] for k in contenders}
-    for _ in range(repeats):
-        for name, fn in contenders.items():
+    items = list(contenders.items())
+    for r in range(repeats):
+        for name, fn in items[r % len(items):] + items[:r % len(items)]:
             time.sleep(settle_s)
             t0 = time.perf_counter()
             fn()

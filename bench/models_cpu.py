@@ -62,7 +62,8 @@ def kind_of(task) -> str:
 
 def breakdown(module, db, repeat: int) -> dict[str, dict[str, float]]:
     """Seconds per call by kernel kind ({'default': {...}, 'tuned': {...}}): every task of the
-    module timed alone (its weight times its median), as the tuner measures it."""
+    module timed alone (its weight times its median), as the tuner measures it; a task's default
+    and tuned kernels are timed in turn, three rounds, the median of each kept."""
     from hlotune.autotune.task import extract_tasks, tuned_schedule_fn
     from hlotune.runtime.build import build
     from hlotune.runtime.targets import get_target
@@ -71,11 +72,14 @@ def breakdown(module, db, repeat: int) -> dict[str, dict[str, float]]:
     fn = tuned_schedule_fn(db, t) if db is not None else None
     for task in extract_tasks(list(module.outputs), list(module.params), t):
         ins = task.random_inputs()
-        for which, sched in (("default", task.schedule(None)), ("tuned", fn(task.graph) if fn else None)):
-            if sched is None:
-                continue
-            k = build(sched, t)
-            sec = k.time(*ins, repeat=repeat, min_repeat_ms=20).median * task.weight
+        kernels = {which: build(sched, t) for which, sched in
+                   (("default", task.schedule(None)), ("tuned", fn(task.graph) if fn else None)) if sched is not None}
+        times: dict[str, list[float]] = {which: [] for which in kernels}
+        for _ in range(3):
+            for which, k in kernels.items():
+                times[which].append(k.time(*ins, repeat=repeat, min_repeat_ms=20).median)
+        for which, ts in times.items():
+            sec = statistics.median(ts) * task.weight
             out[which][kind_of(task)] = out[which].get(kind_of(task), 0.0) + sec
     return out
 
