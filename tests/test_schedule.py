@@ -523,6 +523,65 @@ def test_default_dot_reads_strided_operands_through_panels():
     check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
 
 
+def _default_config(out, hw):
+    from hlotune.schedules.fusion import fuse
+    from hlotune.schedules.schedule import Schedule
+    from hlotune.schedules.templates.families import TEMPLATES
+    s = Schedule(out)
+    fuse(s, hw)
+    return TEMPLATES["dot"].default_config(s.stage_of_op(out.op), hw)
+
+
+@pytest.mark.parametrize("bytes_,regs", [(64, 32), (32, 16)])
+def test_default_weight_gradient_packs_its_computed_a_in_whole_vector_rows(bytes_, regs):
+    """dW[j, i] = sum_b (dY[b, j] * (H[b, j] > 0)) * X[b, i]: A is computed (the ReLU mask) and
+    read along its contiguous j; the default packs it in rows of whole vectors (mr = lanes), so
+    that the pack's inner loop is a vector loop, and the answer is right."""
+    from hlotune.schedules.fusion import default_schedule
+    hw = _hw(bytes_, regs)
+    dY = dsl.placeholder((64, 96), "float32", name="dY")
+    H = dsl.placeholder((64, 96), "float32", name="H")
+    X = dsl.placeholder((64, 40), "float32", name="X")
+    G = dsl.compute((64, 96), lambda b, j: dsl.select(H[b, j] > 0.0, dY[b, j], 0.0), name="G")
+    k = dsl.reduce_axis(64, name="k")
+    W = dsl.compute((96, 40), lambda j, i: dsl.sum(G[k, j] * X[k, i], axis=k), name="W")
+    c = _default_config(W, hw)
+    assert c["mr"] == bytes_ // 4 and c["pack_a"] == 1 and c["nr"] == bytes_ // 4
+    s = default_schedule(W, threads=hw)
+    assert "G.shared" in allocs(s) and microkernels(s, hw) >= 1
+    check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
+
+
+def test_default_narrow_output_takes_whole_vectors_and_streams_a():
+    """out[256, 10] = A[256, 512] B[512, 10] (a classifier head): one tile of 10 columns would
+    hold 8 + 2 lanes per row; the default takes columns of 8 (the pack pads the second tile),
+    reads A as it lies (two column tiles read it: a transposing pack costs more than it saves)
+    in rows that divide 256, and keeps the tile in registers."""
+    hw = _hw()
+    A = dsl.placeholder((256, 512), "float32", name="A")
+    B = dsl.placeholder((512, 10), "float32", name="B")
+    k = dsl.reduce_axis(512, name="k")
+    C = dsl.compute((256, 10), lambda i, j: dsl.sum(A[i, k] * B[k, j], axis=k), name="C")
+    c = _default_config(C, hw)
+    assert c["nr"] == 8 and c["pack_a"] == 0 and 256 % c["mr"] == 0 and c["pack_b"] == 1
+    from hlotune.schedules.fusion import default_schedule
+    s = default_schedule(C, threads=hw)
+    assert "A.shared" not in allocs(s) and microkernels(s, hw) >= 1
+    check_schedule(s, rtol=MATMUL_F32[0], atol=MATMUL_F32[1])
+
+
+def test_default_packs_a_b_it_cannot_load_as_it_lies_even_for_one_tile():
+    """out[16, 16] = sum_k A[i, k] * B[j, k] with one 16x16 tile: B is strided along j, so the
+    default packs it although no other row tile would reuse the pack."""
+    hw = _hw()
+    A = dsl.placeholder((16, 64), "float32", name="A")
+    B = dsl.placeholder((16, 64), "float32", name="B")
+    k = dsl.reduce_axis(64, name="k")
+    C = dsl.compute((16, 16), lambda i, j: dsl.sum(A[i, k] * B[j, k], axis=k), name="C")
+    c = _default_config(C, hw)
+    assert (c["mr"], c["nr"], c["pack_b"]) == (16, 16, 1)
+
+
 def test_configs_recorded_before_a_knob_existed_still_apply():
     """Tuning logs from an older hlotune lack knobs added since: they take their old meaning.
     A CPU dot config of the template the gemm template replaced is refused by name."""
