@@ -582,6 +582,22 @@ def test_default_packs_a_b_it_cannot_load_as_it_lies_even_for_one_tile():
     assert (c["mr"], c["nr"], c["pack_b"]) == (16, 16, 1)
 
 
+def test_default_does_not_pack_a_strided_b_that_each_row_reads_alone():
+    """sc[h, l] = sum_d q[h, d] * kc[l, h, d] (a decode step's scores over a KV cache): kc is
+    strided along l, but each head reads its own part of it once, so packing it would copy it
+    for nothing; the default reads it as it lies. A kernel every row reads is still packed."""
+    hw = _hw()
+    q = dsl.placeholder((4, 32), "float32", name="q")
+    kc = dsl.placeholder((256, 4, 32), "float32", name="kc")
+    d = dsl.reduce_axis(32, name="d")
+    sc = dsl.compute((4, 256), lambda h, l: dsl.sum(q[h, d] * kc[l, h, d], axis=d), name="sc")
+    assert _default_config(sc, hw)["pack_b"] == 0
+    w = dsl.placeholder((256, 32), "float32", name="w")
+    e = dsl.reduce_axis(32, name="e")
+    y = dsl.compute((4, 256), lambda h, l: dsl.sum(q[h, e] * w[l, e], axis=e), name="y")
+    assert _default_config(y, hw)["pack_b"] == 1
+
+
 def test_configs_recorded_before_a_knob_existed_still_apply():
     """Tuning logs from an older hlotune lack knobs added since: they take their old meaning.
     A CPU dot config of the template the gemm template replaced is refused by name."""

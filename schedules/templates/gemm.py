@@ -179,6 +179,18 @@ def _computed(t: Tensor) -> bool:
     return e.op is not Op.LOAD
 
 
+def _reuse(op, t: Tensor) -> int:
+    """How many output elements read each element of ``t`` that dot ``op`` reads: the product of
+    the extents of the output axes (other than the columns ``y``) that no index of ``t`` uses.
+    A KV cache read per head (``hd,lhd->hl``) is read once; a convolution's kernel by every
+    pixel."""
+    used: set = set()
+    for e in walk(list(op.body)):
+        if e.op is Op.LOAD and isinstance(e.arg, Tensor) and e.arg == t:
+            used |= set().union(*(_vars(i) for i in e.src))
+    return math.prod(v.extent for v in list(op.axis)[:-1] if v not in used)
+
+
 def _blocks(n: int, nb: int) -> int:
     """Register tiles per cache block when ``n`` tiles are cut into ``nb`` blocks."""
     return max(1, -(-n // max(1, nb)))
@@ -361,9 +373,10 @@ class Gemm(Template):
         c = {"mr": mr, "nr": nr, "mb": mb, "nb": nb, "order": "nm",
              "pack_a": max(space.knob("pack_a").values) if keep_a else 0,
              # B is packed where rows reuse it, for padded columns, and where the tile could not
-             # load it as it lies: strided along y (a flipped kernel's channels) or computed
+             # load it as it lies (strided along y, as a flipped kernel's channels, or computed)
+             # while other rows or batch entries read it too
              "pack_b": max(space.knob("pack_b").values) if (xe > mr or ye % nr or any(
-                 dim != len(t.shape) - 1 or _computed(t) for t, dim, _ in bs)) else 0,
+                 (dim != len(t.shape) - 1 or _computed(t)) and _reuse(op, t) > 1 for t, dim, _ in bs)) else 0,
              "unroll_k": 1, "parallel": 1 if hw.threads > 1 else 0}
         # the group kernel (its instruction does 2-4x the work of an FMA) needs both packs
         c["kgroup"] = max(space.knob("kgroup").values) if c["pack_a"] and c["pack_b"] else 1
