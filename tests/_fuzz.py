@@ -158,12 +158,93 @@ def xla_outputs(text: str, file: str, inputs) -> list:
 _IDENTITIES = {"add": 0, "or": 0, "xor": 0, "multiply": 1, "maximum": "-inf", "minimum": "+inf", "and": "ones"}
 
 
+def _params(by: dict, name: str) -> set:
+    """The parameter numbers that comparator value ``name`` depends on."""
+    ins = by.get(name)
+    if ins is None:
+        return set()
+    if ins.opcode == "parameter":
+        return {ins.parameter_number}
+    return set().union(*(_params(by, o) for o in ins.operands)) if ins.operands else set()
+
+
+def _same_function(by: dict, x: str, y: str, pairs: set) -> bool:
+    """Whether comparator values ``x`` and ``y`` are one function, of parameter i in ``x`` where
+    of parameter j in ``y`` (each (i, j) recorded in ``pairs``); a shared value that depends on
+    no parameter (a constant) is the same on both sides."""
+    if x == y:
+        return not _params(by, x)
+    a, b = by.get(x), by.get(y)
+    if a is None or b is None:
+        return False
+    if a.opcode == "parameter" and b.opcode == "parameter":
+        pairs.add((a.parameter_number, b.parameter_number))
+        return True
+    if a.opcode == "constant" and b.opcode == "constant":   # one value (NaN payloads too)
+        import numpy as np
+        la, lb = np.asarray(a.literal), np.asarray(b.literal)
+        return a.literal is not None and la.dtype == lb.dtype and la.tobytes() == lb.tobytes() \
+            and str(a.shape) == str(b.shape)
+    if (a.opcode, len(a.operands), str(a.shape)) != (b.opcode, len(b.operands), str(b.shape)) or \
+            a.opcode in ("constant", "parameter") or dict(a.attrs) != dict(b.attrs):
+        return False
+    return all(_same_function(by, p, q, pairs) for p, q in zip(a.operands, b.operands))
+
+
+def _key_compare(by: dict, name: str, directions: tuple) -> tuple | None:
+    """For a ``compare`` of one operand's two parameters (2k and 2k+1, either way round) under
+    the same function, with a direction in ``directions`` and a strict total order (integers,
+    or TOTALORDER floats): its two operand names; else None."""
+    ins = by.get(name)
+    if ins is None or ins.opcode != "compare" or str(ins.attr("direction", "")).upper() not in directions:
+        return None
+    x, y = ins.operands
+    pairs: set = set()
+    if not _same_function(by, x, y, pairs) or len(pairs) != 1:
+        return None
+    i, j = next(iter(pairs))
+    if i // 2 != j // 2 or i == j:
+        return None
+    kind = getattr(by[x].shape, "element_type", "")
+    total = str(ins.attr("type", "")).upper() == "TOTALORDER" or kind in ("pred",) or kind[:1] in "su"
+    return (x, y) if total else None
+
+
+def _strict_weak(comp) -> bool:
+    """Whether sort comparator ``comp`` is recognizably a strict weak order: ``LT``/``GT`` of one
+    operand's two parameters under one function (a strict total order), or a lexicographic chain
+    ``or(key, and(eq(same key), rest))`` of those. Others may be one too, unrecognized."""
+    by = {i.name: i for i in comp.instructions}
+
+    def swo(name: str) -> bool:
+        if _key_compare(by, name, ("LT", "GT")):
+            return True
+        ins = by.get(name)
+        if ins is None or ins.opcode != "or" or len(ins.operands) != 2:
+            return False
+        for key, tail in (ins.operands, ins.operands[::-1]):
+            k = _key_compare(by, key, ("LT", "GT"))
+            t = by.get(tail)
+            if not k or t is None or t.opcode != "and" or len(t.operands) != 2:
+                continue
+            for eq, rest in (t.operands, t.operands[::-1]):
+                e = _key_compare(by, eq, ("EQ",))
+                if e and set(e) == set(k) and swo(rest):
+                    return True
+        return False
+
+    root = next((i for i in comp.instructions if i.is_root), None)
+    return root is not None and swo(root.name)
+
+
 def implementation_defined(text: str, file: str) -> str | None:
     """Why XLA may rightly answer otherwise than hlotune for this module, or None: a reduction
     whose constant init value is not its reducer's identity (XLA:CPU applies the init once per
     partial accumulator of a vectorized loop, hlotune and the StableHLO interpreter once), or
     whose reducer is not one associative op of its two parameters (the order in which a
-    reduction applies its reducer is implementation-defined: StableHLO's spec, reduce)."""
+    reduction applies its reducer is implementation-defined: StableHLO's spec, reduce), or a sort
+    whose comparator is not recognizably a strict weak order (``_strict_weak``; StableHLO's spec
+    asks for one)."""
     import numpy as np
     from hlotune.frontend.read import parse_module_text
     mod = parse_module_text(text, file)
@@ -171,6 +252,12 @@ def implementation_defined(text: str, file: str) -> str | None:
     for comp in mod.computations:
         by = {i.name: i for i in comp.instructions}
         for ins in comp.instructions:
+            if ins.opcode == "sort":
+                to = ins.attr("to_apply")
+                body = comps.get(to[0] if isinstance(to, tuple) else to)
+                if body is not None and not _strict_weak(body):
+                    return (f"'sort' {ins.name} compares with '{body.name}', not recognizably a strict weak "
+                            "order: which order it leaves is implementation-defined")
             if ins.opcode not in ("reduce", "reduce-window"):
                 continue
             to = ins.attr("to_apply")

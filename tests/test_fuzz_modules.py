@@ -12,7 +12,7 @@ import signal
 import time
 
 import pytest
-from _fuzz import Fuzzer, corpus, mutate
+from _fuzz import DATA, Fuzzer, corpus, mutate
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -80,3 +80,26 @@ def test_a_reduction_from_a_non_identity_is_implementation_defined(fuzzer):
             "  ROOT r = f32[10] reduce(x, c), dimensions={1}, to_apply=add\n}\n")
     out = fuzzer.run(text, "init.hlo")
     assert out.kind in ("matched", "impl_defined") and not out.failed, out
+
+
+@pytest.mark.parametrize("old,new,recognized", [
+    ("", "", True),                                                                   # JAX's comparator
+    ("lt_to.3 = pred[] compare(sort.6, sort.7), direction=LT",
+     "lt_to.3 = pred[] compare(sort.7, sort.6), direction=LT", True),                 # descending key
+    ("ROOT or.1 = pred[] or(lt_to.3, and.1)", "ROOT or.1 = pred[] and(eq_to.1, lt_to.2)", False),
+    ("lt_to.3 = pred[] compare(sort.6, sort.7), direction=LT",
+     "lt_to.3 = pred[] compare(sort.6, sort.7), direction=LE", False),                # not strict
+    ("eq.3 = pred[] compare(sort.9, constant.3)", "eq.3 = pred[] compare(sort.9, constant.2)", False),
+    ("direction=LT, type=TOTALORDER", "direction=LT", False),                        # NaN: no order
+    ("eq_to.1 = pred[] compare(sort.6, sort.7)", "eq_to.1 = pred[] compare(sort.6, sort.6)", False),
+])
+def test_a_sort_whose_comparator_is_no_strict_weak_order_is_implementation_defined(old, new, recognized):
+    """StableHLO's sort asks for a strict weak order; with any other comparator XLA and hlotune
+    may rightly leave different orders (a mutant found in CI: and(eq(k), lt(x)) as the root).
+    JAX's lexicographic comparator, and a descending key, are recognized; a mutation that breaks
+    the order is reported apart from wrong answers."""
+    from _fuzz import implementation_defined
+    text = (DATA / "jax_user" / "sort_multikey.hlo").read_text()
+    assert old in text
+    why = implementation_defined(text.replace(old, new), "sort_multikey.hlo")
+    assert (why is None) == recognized, why
