@@ -532,6 +532,14 @@ def _default_config(out, hw):
     return TEMPLATES["dot"].default_config(s.stage_of_op(out.op), hw)
 
 
+def _matmul(m: int, k: int, n: int, b_rows: bool = False):
+    """C[i, j] = sum_r A[i, r] * B[r, j] (``b_rows``: B[j, r], B strided along j)."""
+    A = dsl.placeholder((m, k), "float32", name="A")
+    B = dsl.placeholder((n, k) if b_rows else (k, n), "float32", name="B")
+    r = dsl.reduce_axis(k, name="k")
+    return dsl.compute((m, n), lambda i, j: dsl.sum(A[i, r] * (B[j, r] if b_rows else B[r, j]), axis=r), name="C")
+
+
 @pytest.mark.parametrize("bytes_,regs", [(64, 32), (32, 16)])
 def test_default_weight_gradient_packs_its_computed_a_in_whole_vector_rows(bytes_, regs):
     """dW[j, i] = sum_b (dY[b, j] * (H[b, j] > 0)) * X[b, i]: A is computed (the ReLU mask) and
@@ -558,10 +566,7 @@ def test_default_narrow_output_takes_whole_vectors_and_streams_a():
     reads A as it lies (two column tiles read it: a transposing pack costs more than it saves)
     in rows that divide 256, and keeps the tile in registers."""
     hw = _hw()
-    A = dsl.placeholder((256, 512), "float32", name="A")
-    B = dsl.placeholder((512, 10), "float32", name="B")
-    k = dsl.reduce_axis(512, name="k")
-    C = dsl.compute((256, 10), lambda i, j: dsl.sum(A[i, k] * B[k, j], axis=k), name="C")
+    C = _matmul(256, 512, 10)
     c = _default_config(C, hw)
     assert c["nr"] == 8 and c["pack_a"] == 0 and 256 % c["mr"] == 0 and c["pack_b"] == 1
     from hlotune.schedules.fusion import default_schedule
@@ -574,11 +579,7 @@ def test_default_packs_a_b_it_cannot_load_as_it_lies_even_for_one_tile():
     """out[16, 16] = sum_k A[i, k] * B[j, k] with one 16x16 tile: B is strided along j, so the
     default packs it although no other row tile would reuse the pack."""
     hw = _hw()
-    A = dsl.placeholder((16, 64), "float32", name="A")
-    B = dsl.placeholder((16, 64), "float32", name="B")
-    k = dsl.reduce_axis(64, name="k")
-    C = dsl.compute((16, 16), lambda i, j: dsl.sum(A[i, k] * B[j, k], axis=k), name="C")
-    c = _default_config(C, hw)
+    c = _default_config(_matmul(16, 64, 16, b_rows=True), hw)
     assert (c["mr"], c["nr"], c["pack_b"]) == (16, 16, 1)
 
 
