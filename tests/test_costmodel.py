@@ -180,10 +180,13 @@ def test_bad_budgets_name_the_knob(bad):
 def test_a_time_budget_bounds_the_run_and_says_where_it_went(tmp_path):
     outs, ins = matmul_tanh()
     db = Database(tmp_path / "b.db")
-    t0 = time.perf_counter()
+    t0, epoch = time.perf_counter(), time.time()
     res = tune_graph(outs, ins, get_target("cpu"), None, db, "bayes", 0, budget=6.0, batch=2, repeat=2, min_repeat_ms=1.0, progress=False, confirm_rounds=0)
     wall = time.perf_counter() - t0
-    assert wall < 6.0 + 4.0      # one batch may finish past the deadline
+    # one batch may finish past the deadline: a batch lasts at most what the first one took
+    # (worker start, cold gcc builds and timing; 5 s in a fresh CI venv), 4 s at least
+    first = min(t.finished for t in db.history() if t.finished) - epoch
+    assert wall < 6.0 + max(4.0, first + 1.0), (wall, first)
     assert res and all(r.trials >= 2 for r in res if r.task.family != "fusion")
     assert sum(r.wall for r in res) == pytest.approx(wall, rel=0.35)
     table = summary_table(res)
