@@ -191,6 +191,12 @@ def _reuse(op, t: Tensor) -> int:
     return math.prod(v.extent for v in list(op.axis)[:-1] if v not in used)
 
 
+def _dividing(values, n: int, want: int) -> list:
+    """The tile sizes of ``values`` that divide ``n`` (no tail tile), at most ``want`` and more
+    than half of it."""
+    return [v for v in values if n % v == 0 and 2 * v >= want and v <= want]
+
+
 def _blocks(n: int, nb: int) -> int:
     """Register tiles per cache block when ``n`` tiles are cut into ``nb`` blocks."""
     return max(1, -(-n // max(1, nb)))
@@ -334,7 +340,7 @@ class Gemm(Template):
             nv = max(1, min(nv, _accumulator_budget(hw.vector_regs) // lanes))
         nr = pick("nr", lanes * nv)
         if space.knob("pack_b").values == (0,):     # no padded panels: columns that divide
-            fits = [v for v in space.knob("nr").values if ye % v == 0 and 2 * v >= nr and v <= nr]
+            fits = _dividing(space.knob("nr").values, ye, nr)
             nr = max(fits) if fits else nr
         elif ye < nr:
             # one tile narrower than nr would hold rows of mixed vector widths (10 columns: 8 + 2
@@ -348,13 +354,13 @@ class Gemm(Template):
         if space.knob("pack_a").values == (0,):
             # A cannot be padded by packing (a convolution's window): rows that divide the output
             # leave no tail tile, whose guards would keep the tile out of registers (likewise B)
-            fits = [v for v in space.knob("mr").values if xe % v == 0 and 2 * v >= mr and v <= mr]
+            fits = _dividing(space.knob("mr").values, xe, mr)
             mr = max(fits) if fits else mr
         rows, cols = -(-xe // mr), -(-ye // nr)
         # packing A transposes it, worth it when the tiles of many column tiles read the panels;
         # a plain A that two at most read streams from memory as it lies (in rows that divide:
         # no tail tile); a computed A (a prologue) or one the K-group kernel takes is packed
-        divide = [v for v in space.knob("mr").values if xe % v == 0 and 2 * v >= mr and v <= mr]
+        divide = _dividing(space.knob("mr").values, xe, mr)
         keep_a = xe > mr and (cols > 2 or not divide or groups is not None or any(_computed(t) for t, _, _ in as_))
         if xe > mr and not keep_a:
             mr = max(divide)
