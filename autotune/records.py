@@ -218,7 +218,7 @@ def check_config(rec: dict, space=None) -> None:
         if not _is_knob_value(v):
             raise ConfigError(f"knob '{k}' = {_short(v)}: knob values are integers or strings", k)
     if space is not None:
-        full = space.validate(tpl[fam].complete(config))
+        full = space.validate(tpl[fam].complete(config, space))
         for k in space.knobs:   # 1.0 and True compare equal to 1; templates want the int
             if not any(type(full[k.name]) is type(x) and full[k.name] == x for x in k.values):
                 raise ConfigError(f"knob '{k.name}' = {full[k.name]!r} is not one of {list(k.values)}", k.name)

@@ -106,7 +106,7 @@ class Task:
         if make is None:
             return None
         try:
-            c = t.complete(make(st) if hw.work_groups else make(st, hw))
+            c = t.complete(make(st) if hw.work_groups else make(st, hw), self.space)
             self.space.validate(c)
             same = self.schedule(None).to_json() == self.schedule(c).to_json()
         except (ConfigError, ScheduleError, LoweringError) as e:

@@ -87,7 +87,7 @@ def warm_start_configs(db: Database, task: Task, k: int = 4) -> list[dict]:
             if tgt["kind"] != task.target.kind:
                 continue
             for t in db.top_k(key, tgt["key"], k):
-                c = task.template.complete(t.config)
+                c = task.template.complete(t.config, space)
                 try:
                     space.validate(c)
                 except ConfigError:
@@ -383,7 +383,7 @@ class _Run:
             prior = self.db.measured_configs(task.key, task.target.key)
             known = []
             for t in prior.values():
-                c = task.template.complete(t.config)
+                c = task.template.complete(t.config, task.space)
                 if t.config and _in_space(task.space, c):      # configs of an older template are not told
                     known.append((c, None if t.failure else math.log(t.median)))
             # the default schedule, measured first, is a point of the space where the template made

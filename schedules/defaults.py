@@ -1,5 +1,6 @@
 """The untuned loop schedule of one root stage: a template's default config where it fits (the
-gemm template for dots and convolutions), else parallel outer loops and a vectorized inner one."""
+gemm template for dots and convolutions, the elementwise one's blocks for transposes), else
+parallel outer loops and a vectorized inner one."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from .schedule import Schedule, Stage
 from .templates.base import as_hardware
 from .templates.families import TEMPLATES
 from .templates.gemm import streams_across
-
 
 #: work (output elements x reduction extent) from which a column reduction's lanes are split
 #: across threads
@@ -29,6 +29,16 @@ def _tiled_default(s: Schedule, st: Stage, hw) -> bool:
         return False
     t = TEMPLATES[fam]
     return try_template(s, st, t, t.default_config(st, hw), hw)
+
+
+def _blocked_default(s: Schedule, st: Stage, hw) -> bool:
+    """An elementwise stage that reads a tensor across its rows gets the elementwise template's
+    default config, in blocks (tried on a replayed copy like ``_tiled_default``). True if applied."""
+    t = TEMPLATES["elementwise"]
+    if classify(st, s) != "elementwise":
+        return False
+    c = t.default_config(st, hw)
+    return bool(c.get("tile")) and try_template(s, st, t, c, hw)
 
 
 def try_template(s: Schedule, st: Stage, t, config: dict, threads=1) -> bool:
@@ -50,7 +60,7 @@ def loop_default(s: Schedule, st: Stage, threads=None, tiled: bool = True) -> No
     Hardware or a count."""
     hw = as_hardware(threads or os.cpu_count() or 1)
     threads = hw.threads
-    if tiled and _tiled_default(s, st, hw):
+    if tiled and (_tiled_default(s, st, hw) or _blocked_default(s, st, hw)):
         return
     data = [v for v in st.leaf if v.kind is AxisKind.DATA]
     red = [v for v in st.leaf if v.kind is AxisKind.REDUCE]

@@ -68,6 +68,42 @@ def _contiguous_in(st: Stage, v) -> int:
     return n
 
 
+def contiguous_reads(op) -> list[list[set]]:
+    """The reads of stored tensors (inputs, and the outputs of reductions and multi-output ops)
+    that ``op``'s body makes, through the single-output elementwise ops it reads (which fusion
+    inlines): for each, one set per index (outer to inner) of ``op``'s axes that index uses; the
+    last set is the contiguous one."""
+    out: list[list[set]] = []
+    seen: set = set()
+
+    def visit(o, env: dict) -> None:
+        for e in walk(list(o.body)):
+            if e.op is not Op.LOAD or not e.src:
+                continue
+            idx = [set().union(*(env.get(x.arg, {x.arg}) for x in walk([i]) if x.op is Op.VAR)) for i in e.src]
+            p = getattr(e.arg, "op", None)
+            key = (id(p), tuple(frozenset(i) for i in idx))
+            if key in seen:
+                continue
+            seen.add(key)
+            if isinstance(p, ComputeOp) and not p.is_reduction and p.num_outputs == 1 and len(p.axis) == len(idx):
+                visit(p, dict(zip(p.axis, idx)))
+            else:
+                out.append(idx)
+    visit(op, {})
+    return out
+
+
+def reads_across(op) -> bool:
+    """Whether ``op`` (two or more axes) reads some stored tensor across its rows: that read's
+    contiguous index follows ``op``'s next-to-last axis and not its last, which another index
+    follows (a transpose). Its rows then touch one element per cache line of that tensor."""
+    if len(op.axis) < 2:
+        return False
+    x, y = op.axis[-2], op.axis[-1]
+    return any(x in r[-1] and y not in r[-1] and any(y in i for i in r[:-1]) for r in contiguous_reads(op))
+
+
 def simd_reducible(st: Stage) -> bool:
     """Whether the stage's reduction may run as a SIMD reduction (any combine order): sums,
     products, maxima or minima (several, each combining only with itself: ``Reducer.parts``)
@@ -204,4 +240,4 @@ def classify_op(op) -> str:
 
 
 __all__ = ["CHOICE_KINDS", "FOLD", "PARALLEL_MIN_WORK", "ROW_STAT", "SCAN_STEP", "Choice", "absorbed_tile", "classify", "classify_op",
-           "epilogue_of", "positions", "simd_reducible"]
+           "contiguous_reads", "epilogue_of", "positions", "reads_across", "simd_reducible"]

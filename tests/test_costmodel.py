@@ -269,7 +269,8 @@ def test_the_prior_reaches_the_tuner_once_the_family_has_data(tmp_path):
 def test_the_default_is_a_point_of_the_space_and_the_tuner_starts_from_it(tmp_path):
     """A dot's default schedule is the gemm template's default config: the tuner is told that
     point at the default's measured time, so it never measures the same schedule again. An
-    elementwise task's default is a loop schedule outside any template config: no point."""
+    elementwise task's default is its template's default config too; a row reduction's is a loop
+    schedule outside any template config: no point."""
     from hlotune.autotune import tune as tune_mod
     from hlotune.autotune.database import config_key
     from hlotune.autotune.task import extract_tasks
@@ -285,7 +286,13 @@ def test_the_default_is_a_point_of_the_space_and_the_tuner_starts_from_it(tmp_pa
     a = placeholder((64, 32), name="a")
     b = compute((64, 32), lambda i, j: a[i, j] * 2.0, name="b")
     (ew,) = extract_tasks([b], [a], cpu)
-    assert ew.default_point() is None
+    ew_point = ew.default_point()     # the elementwise template's default is its loop schedule
+    assert ew_point == {"vector": 1, "parallel": 0}
+    assert ew.schedule(ew_point).to_json() == ew.schedule(None).to_json()
+    k = dsl.reduce_axis(32, name="k")
+    r = compute((64,), lambda i: dsl.sum(a[i, k] * a[i, k], axis=k), name="r")
+    (red,) = extract_tasks([r], [a], cpu)
+    assert red.default_point() is None
 
     told = []
     orig = tune_mod._Run.tuner

@@ -120,11 +120,13 @@ class Template:
             cls.legacy = {k.name: k.legacy for k in cls.specs if k.legacy is not UNSET}
             cls.preferred = {k.name: k.preferred for k in cls.specs if k.preferred is not UNSET}
 
-    def complete(self, config: dict) -> dict:
-        """``config`` with any ``legacy`` knob it lacks set to its old meaning."""
+    def complete(self, config: dict, space: Space | None = None) -> dict:
+        """``config`` with any ``legacy`` knob it lacks set to its old meaning (with ``space``:
+        only the knobs that space offers; a template may offer a knob to some stages only)."""
         if not isinstance(config, dict) or not self.legacy:
             return config
-        return {**{k: v for k, v in self.legacy.items() if k not in config}, **config}
+        return {**{k: v for k, v in self.legacy.items() if k not in config and (space is None or k in space.names)},
+                **config}
 
     def check_domain(self, config: dict) -> None:
         """Raise ConfigError unless every knob of ``config`` is known and in its domain."""
@@ -157,8 +159,9 @@ class Template:
     def apply(self, s: Schedule, st: Stage, config: dict, hw: Hardware | int = 1) -> None:
         """Record the steps of ``config`` on stage ``st`` of ``s``."""
         hw = as_hardware(hw)
-        config = self.complete(config)
-        self.space(st, hw).validate(config)
+        space = self.space(st, hw)
+        config = self.complete(config, space)
+        space.validate(config)
         self.steps(s, st, config, hw)
 
     def steps(self, s: Schedule, st: Stage, config: dict, hw: Hardware) -> None:

@@ -66,10 +66,10 @@ class GemmCUDA(TiledCL):
         self.cc = compute_capability
         self.max_threads = max(32, int(max_work_group_size or 1024))
 
-    def complete(self, config: dict) -> dict:
+    def complete(self, config: dict, space=None) -> dict:
         if isinstance(config, dict) and "mma" in config:
             return config
-        return super().complete(config)
+        return super().complete(config, space)
 
     def _mma_ok(self, form) -> bool:
         return form.half is not None and (self.cc == 0 or self.cc >= 80)
