@@ -385,7 +385,7 @@ def tuned_schedule_fn(db, target: Target, k: int = 8, plans: bool = True):
                 except (ConfigError, ScheduleError, LoweringError) as e:
                     log.warning("tuned config %s of workload %s (%s) no longer applies on %s: %s; trying the "
                                 "next best", config, task.key, task.description, target, e)
-                    s = Schedule.from_json(g, mark)
+                    s = Schedule.from_json(s.graph, mark)     # (a rewriting plan's graph, not g)
                     st = s.stage(name)
             if not tuned:
                 stage_default(s, st, hw)

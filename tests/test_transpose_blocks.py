@@ -5,13 +5,13 @@ every block size gives numpy's answer on any shape (tails included), and the def
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from hlotune.schedules.fusion import default_schedule, fuse
 from hlotune.schedules.fusion_rules import reads_across
 from hlotune.schedules.hardware import Hardware
 from hlotune.schedules.schedule import Schedule
 from hlotune.schedules.templates.families import TEMPLATES
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import hlotune
 from hlotune import dsl
@@ -55,7 +55,7 @@ def test_reads_across_sees_transposes_through_inlined_producers_only():
 @given(m=st.integers(16, 70), n=st.integers(16, 70), tile=st.sampled_from([0, 8, 16, 32]),
        vector=st.sampled_from([0, 1, 4, 16]), parallel=st.sampled_from([0, 1]), seed=st.integers(0, 3))
 def test_every_block_size_gives_numpys_answer(m, n, tile, vector, parallel, seed):
-    out, X, Z = _transposed(m, n)
+    out, _, _ = _transposed(m, n)
     space = TEMPLATES["elementwise"].space(Schedule(out).stages["out"], HW)
     tile = tile if tile in space.knob("tile").values else 0
     vector = vector if vector in space.knob("vector").values else 1
@@ -67,7 +67,7 @@ def test_every_block_size_gives_numpys_answer(m, n, tile, vector, parallel, seed
 
 
 def test_the_default_runs_a_transpose_in_blocks_and_others_in_rows():
-    out, X, Z = _transposed(256, 512)
+    out, _, Z = _transposed(256, 512)
     s = default_schedule(out, hw=HW)
     leaf = [v.name for v in s.stage_of_op(out.op).leaf]
     assert len(leaf) == 4, leaf                     # i.o, j.o, i.i, j.i: 16 x 16 blocks

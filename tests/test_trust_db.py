@@ -418,3 +418,43 @@ def test_the_real_cause_is_named(tmp_path, monkeypatch, error, words):
     with pytest.raises(DataFileError, match=words) as e:
         Database(path)
     assert str(path) in str(e.value) and "rollback" not in str(e.value)
+
+
+def test_a_config_that_fails_on_a_rewritten_segment_falls_back(tmp_path, caplog):
+    """A segment compiled with a plan that rewrites its graph (a one-pass softmax, an online
+    fold): a stored config that does not apply there is skipped and the stage takes its default,
+    on the rewritten graph (the fallback once replayed the schedule on the original graph)."""
+    from hlotune.autotune.plans import PlanTask
+    from hlotune.dsl.tensor import compute, placeholder
+
+    from hlotune import dsl
+    x = placeholder((64, 256), name="x")
+    k = dsl.reduce_axis(256, name="k")
+    mx = compute((64,), lambda i: dsl.max(x[i, k], axis=k), name="mx")
+    e = compute((64, 256), lambda i, j: dsl.exp(x[i, j] - mx[i]), name="e")
+    k2 = dsl.reduce_axis(256, name="k2")
+    sm = compute((64,), lambda i: dsl.sum(e[i, k2], axis=k2), name="sm")
+    y = compute((64, 256), lambda i, j: e[i, j] / sm[i], name="y")
+    g = Graph([y], [x])
+    pt = PlanTask(g, CPU)
+    rewrites = [c.knob for c in pt.choices if c.knob.startswith(("onepass", "online"))]
+    assert rewrites, [c.knob for c in pt.choices]
+    db = Database(tmp_path / "p.db")
+    pt.register(db)
+    _inject(db, pt.key, {c.knob: (1 - c.default if c.knob in rewrites else c.default) for c in pt.choices}, [1e-6])
+    s0, _ = fused_schedule_for_test(g, {c.knob: 1 - c.default for c in pt.choices if c.knob in rewrites})
+    assert s0.graph is not g
+    for t in extract_tasks([y], [x], CPU):
+        t.register(db)
+        _inject(db, t.key, {"no_such_knob": 1}, [1e-6])
+    with caplog.at_level(logging.WARNING, logger="hlotune.autotune.task"):
+        s = tuned_schedule_fn(db, CPU)(g)
+    f = hlotune.build(s, target="cpu")
+    v = np.random.default_rng(0).standard_normal((64, 256)).astype(np.float32)
+    want = np.exp(v - v.max(1, keepdims=True))
+    np.testing.assert_allclose(f(v), want / want.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+def fused_schedule_for_test(g, plan):
+    from hlotune.autotune.task import fused_schedule
+    return fused_schedule(g, CPU, plan)
