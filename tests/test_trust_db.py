@@ -425,6 +425,7 @@ def test_a_config_that_fails_on_a_rewritten_segment_falls_back(tmp_path, caplog)
     fold): a stored config that does not apply there is skipped and the stage takes its default,
     on the rewritten graph (the fallback once replayed the schedule on the original graph)."""
     from hlotune.autotune.plans import PlanTask
+    from hlotune.autotune.task import fused_schedule
     from hlotune.dsl.tensor import compute, placeholder
 
     from hlotune import dsl
@@ -442,7 +443,7 @@ def test_a_config_that_fails_on_a_rewritten_segment_falls_back(tmp_path, caplog)
     db = Database(tmp_path / "p.db")
     pt.register(db)
     _inject(db, pt.key, {c.knob: (1 - c.default if c.knob in rewrites else c.default) for c in pt.choices}, [1e-6])
-    s0, _ = fused_schedule_for_test(g, {c.knob: 1 - c.default for c in pt.choices if c.knob in rewrites})
+    s0, _ = fused_schedule(g, CPU, {c.knob: 1 - c.default for c in pt.choices if c.knob in rewrites})
     assert s0.graph is not g
     for t in extract_tasks([y], [x], CPU):
         t.register(db)
@@ -453,8 +454,3 @@ def test_a_config_that_fails_on_a_rewritten_segment_falls_back(tmp_path, caplog)
     v = np.random.default_rng(0).standard_normal((64, 256)).astype(np.float32)
     want = np.exp(v - v.max(1, keepdims=True))
     np.testing.assert_allclose(f(v), want / want.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
-
-
-def fused_schedule_for_test(g, plan):
-    from hlotune.autotune.task import fused_schedule
-    return fused_schedule(g, CPU, plan)
