@@ -1,6 +1,6 @@
-"""Attention at growing sequence lengths: the default fusion (a head's scores per slice),
-the online-softmax fold (schedules/attention.py, forced by its plan decision), hlotune tuned
-(the plan search decides) and XLA:CPU (``jax.jit``), side by side in one process.
+"""Attention at growing sequence lengths: hlotune's default plan, each of its two fusions forced
+(a head's whole score rows per slice; the online-softmax fold of schedules/attention.py), hlotune
+tuned (the plan search decides) and XLA:CPU (``jax.jit``), side by side in one process.
 
 Run: ``python -m bench.attention_cpu [--seqs 512 1024 2048 4096] [--trials-per-task 16]`` (needs
 the ``bench`` extra). Each case is ``softmax(Q K^T / 8) V`` over 12 heads of 64, dumped as HLO
@@ -14,6 +14,7 @@ import argparse
 import statistics
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +34,8 @@ def _attention(q, k, v):
     return jnp.einsum("hqk,hkd->hqd", jax.nn.softmax(s, axis=-1), v)
 
 
-def _forced_online(module):
-    """The module compiled with every online-softmax decision on (default kernels)."""
+def _forced(module, on: int):
+    """The module compiled with every online-softmax decision set to ``on`` (default kernels)."""
     from hlotune.autotune.plans import PlanTask, plan_schedule
     from hlotune.dsl.tensor import Graph
     from hlotune.runtime.module import CompiledGraph
@@ -42,7 +43,7 @@ def _forced_online(module):
     t = get_target("cpu")
 
     def fn(g: Graph):
-        plan = {c.knob: 1 for c in PlanTask(g, t).choices if c.kind == "online"}
+        plan = {c.knob: on for c in PlanTask(g, t).choices if c.kind == "online"}
         return plan_schedule(g, t, plan, {}.get)
     cg = CompiledGraph(module.outputs, module.params, t, fn)
     return lambda *a: cg(*a)
@@ -81,7 +82,7 @@ def main(argv=None):
         xla = jax.jit(_attention)
         want = np.asarray(xla(*ins))
         default = hlotune.compile(m, target="cpu")
-        online = _forced_online(m)
+        rows_, online = _forced(m, 0), _forced(m, 1)
         with tempfile.TemporaryDirectory() as tmp:
             db = str(Path(tmp) / "t.db")
             t0 = time.perf_counter()
@@ -90,8 +91,9 @@ def main(argv=None):
             wall = time.perf_counter() - t0
             tuned = hlotune.compile(m, target="cpu", db=db)
             chosen = _chosen(m, db)
-        contenders = {"xla": lambda: xla(*ins).block_until_ready(), "default": lambda: default(*ins),
-                      "online": lambda: online(*ins), "tuned": lambda: tuned(*ins)}
+        contenders = {"xla": partial(lambda f, *a: f(*a).block_until_ready(), xla, *ins),
+                      **{k: partial(f, *ins) for k, f in
+                         (("default", default), ("rows", rows_), ("online", online), ("tuned", tuned))}}
         for name, fn in contenders.items():
             got = np.asarray(xla(*ins) if name == "xla" else fn())
             err = float(np.max(np.abs(got - want)))
@@ -100,19 +102,22 @@ def main(argv=None):
         med = {k: statistics.median(v) for k, v in times.items()}
         row = {"seq": seq, **{f"{k}_ms": med[k] * 1e3 for k in med},
                **{f"{k}_over_default": statistics.median([a / b for a, b in zip(times[k], times["default"])])
-                  for k in ("online", "tuned", "xla")},
+                  for k in ("rows", "online", "tuned", "xla")},
                "tuned_plan": chosen, "tuning_wall_s": wall, "scores_per_head_mb": seq * seq * 4 / 2 ** 20}
         rows.append(row)
-        table.append([seq, row["scores_per_head_mb"], row["xla_ms"], row["default_ms"], row["online_ms"],
-                      row["tuned_ms"], row["online_over_default"], row["tuned_over_default"],
+        table.append([seq, row["scores_per_head_mb"], row["xla_ms"], row["default_ms"], row["rows_ms"],
+                      row["online_ms"], row["tuned_ms"], row["rows_over_default"], row["online_over_default"],
+                      row["tuned_over_default"],
                       row["xla_over_default"], chosen, wall])
         print(row, flush=True)
-    md = md_table(["seq", "scores per head MB", "XLA:CPU ms", "default ms", "online ms", "tuned ms",
-                   "online / default", "tuned / default", "XLA / default", "plan tuning chose", "tuning wall s"],
+    md = md_table(["seq", "scores per head MB", "XLA:CPU ms", "default ms", "rows ms", "online ms", "tuned ms",
+                   "rows / default", "online / default", "tuned / default", "XLA / default", "plan tuning chose", "tuning wall s"],
                   table)
     notes = ("Time ratios are over hlotune's default fusion (< 1: faster), medians of per-pair ratios over "
-             f"{args.repeats} interleaved repeats of >= 50 ms. default: a head's scores computed per slice of the "
-             "second dot (schedules/rowfusion.py). online: every online-softmax decision of the plan on "
+             f"{args.repeats} interleaved repeats of >= 50 ms. default: hlotune.compile's plan (the online fold where the "
+             "scores the threads hold pass half the last-level cache: schedules/attention.py online_default). "
+             "rows: every online decision off, a head's score rows computed per slice of the second dot "
+             "(schedules/rowfusion.py). online: every online-softmax decision of the plan on "
              "(schedules/attention.py: key blocks folded with a running maximum, 128 query rows x 256 keys per "
              "block), default kernels. tuned: hlotune.tune with the given trials per task (bayes, seed 0), the "
              "plan search deciding; 'plan tuning chose' lists the decisions its stored plan flipped. Every "

@@ -37,6 +37,7 @@ from .fusion_rules import (
     positions,
     simd_reducible,
 )
+from .rewrites import rewrite
 from .rowfusion import fuse_slices
 from .schedule import Schedule, Stage
 from .templates.base import as_hardware
@@ -230,9 +231,12 @@ def fuse(s: Schedule, hw, plan: dict | None = None) -> list[Choice]:
 def default_schedule(outputs, inputs=None, threads=None, hw=None) -> Schedule:
     """Fused default schedule of the graph computing ``outputs`` on machine ``hw`` (a Hardware;
     ``threads`` alone: the generic machine with that many threads): parallel, vectorized loops
-    and register tiles on CPUs; work-group mappings on devices (see ``stage_default``)."""
+    and register tiles on CPUs; work-group mappings on devices (see ``stage_default``). The graph
+    is first rewritten by the plan decisions that are on by default (schedules/rewrites.py: an
+    attention whose scores outgrow the cache folds its key blocks), as the default plan is."""
     hw = as_hardware(hw if hw is not None else (threads or os.cpu_count() or 1))
-    s = Schedule(outputs if isinstance(outputs, Graph) else Graph(outputs, inputs))
+    g = outputs if isinstance(outputs, Graph) else Graph(outputs, inputs)
+    s = Schedule(rewrite(g, {}, Choice, hw)[0])
     fuse(s, hw)
     for st in list(s.stages.values()):
         if st.is_root:

@@ -1,14 +1,15 @@
 """Plan decisions that rewrite the graph before it is scheduled: one-pass row statistics
 (schedules/onepass.py, kind 'onepass') and online-softmax attention (schedules/attention.py,
-kind 'online'). Both are off by default and measured as plans; the rewritten graph computes
-the same outputs in the same order from the same inputs.
+kind 'online'). One-pass statistics are off by default, the online fold on by default only where a
+head's scores outgrow the cache (``attention.online_default``); both are measured as plans. The
+rewritten graph computes the same outputs in the same order from the same inputs.
 """
 
 from __future__ import annotations
 
 from ..dsl.rewrite import replace
 from ..dsl.tensor import Graph
-from .attention import match_attention, online
+from .attention import match_attention, online, online_default
 from .onepass import matches, one_pass
 
 
@@ -25,7 +26,7 @@ def rewrite(g: Graph, plan: dict, choice, hw=None) -> tuple[Graph, list]:
     found = matches(g)
     if hw is None or not getattr(hw, "work_groups", False):
         for m in match_attention(g, found):
-            c = choice("online", position[id(m.dot)], 0)
+            c = choice("online", position[id(m.dot)], online_default(m, hw) if hw is not None else 0)
             out.append(c)
             if plan.get(c.knob, c.default):
                 new, (fold, *chain) = online(m)

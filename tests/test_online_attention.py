@@ -91,6 +91,21 @@ def test_the_block_chain_lives_inside_the_fold():
     assert "v_scores[" in src and f"[{64 * 1024}]" not in src      # never a whole head's scores
 
 
+def test_the_fold_is_the_default_where_a_heads_scores_outgrow_the_cache():
+    from dataclasses import replace
+    g = attention(2, 64, 512, 16)                 # 128 KiB of scores a head, 256 KiB on 2 threads
+    small, large = replace(HW, threads=2, l3=256 << 10), replace(HW, threads=2, l3=1 << 20)
+    assert [c.default for c in rewrite(g, {}, Choice, small)[1] if c.kind == "online"] == [1]
+    assert [c.default for c in rewrite(g, {}, Choice, large)[1] if c.kind == "online"] == [0]
+    assert [c.default for c in rewrite(g, {}, Choice, replace(small, threads=1))[1] if c.kind == "online"] == [0]
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, n, 16)).astype(np.float32) * 2 for n in (64, 512, 512))
+    for hw, folded in ((small, True), (large, False)):
+        s = default_schedule(g, hw=hw)
+        assert any(st.op.tag == FOLD for st in s.stages.values()) == folded
+        np.testing.assert_allclose(build(s, "cpu")(q, k, v), reference(q, k, v), rtol=1e-4, atol=2e-5)
+
+
 @settings(max_examples=12, deadline=None)
 @given(h=st.integers(1, 3), nq=st.sampled_from([1, 5, 33, 128, 384]), nk=st.sampled_from([288, 384, 512, 768]),
        d=st.sampled_from([1, 7, 16, 64]), causal=st.booleans(), transposed=st.booleans(), seed=st.integers(0, 99))
