@@ -80,15 +80,38 @@ def exact_div(e: Expr, c: int) -> Expr | None:
     return simplify(_from_linear({key: (k // c, at) for key, (k, at) in lf[0].items()}, lf[1] // c, e.dtype))
 
 
+def _int_range(d) -> tuple[int, int] | None:
+    """Every value of integer type ``d`` (None for other types)."""
+    if not d.is_int:
+        return None
+    n = d.bits
+    return (0, (1 << n) - 1) if d.name.startswith("u") else (-(1 << (n - 1)), (1 << (n - 1)) - 1)
+
+
 def static_range(e: Expr, ranges: dict) -> tuple[int, int] | None:
     """Constant ``(min, max)`` of ``e`` with variables in ``ranges`` (IterVar -> (min, max));
-    ``None`` when unknown."""
+    ``None`` when unknown. An integer value read from memory (a dynamic index) spans its type,
+    so a clamp of it (``min(max(x, 0), n - 1)``) has the clamp's range; a result that may wrap
+    spans its type."""
+    r = _static_range(e, ranges)
+    full = _int_range(e.dtype)
+    if full is None:
+        return r
+    if r is None:
+        return full if e.op is Op.LOAD else None
+    return r if full[0] <= r[0] and r[1] <= full[1] else full
+
+
+def _static_range(e: Expr, ranges: dict) -> tuple[int, int] | None:
     op = e.op
     if op is Op.CONST:
         v = e.arg
         return (int(v), int(v)) if isinstance(v, (int, bool)) else None
     if op is Op.VAR:
         return ranges.get(e.arg)
+    if op is Op.SELECT:
+        rs = [static_range(s, ranges) for s in e.src[1:]]
+        return None if any(r is None for r in rs) else (min(r[0] for r in rs), max(r[1] for r in rs))
     if op not in (Op.ADD, Op.SUB, Op.MUL, Op.MIN, Op.MAX, Op.DIV, Op.FLOORDIV, Op.REM, Op.FLOORMOD, Op.CAST):
         return None
     rs = [static_range(s, ranges) for s in e.src]

@@ -220,7 +220,14 @@ class _Lowerer:
                 if rng is None or rng[0] < 0:
                     guards.append((binary(Op.GE, a, 0), False))
                 if rng is None or rng[1] >= v.extent:
-                    guards.append((binary(Op.LT, a, v.extent), False))
+                    if v in pos and not self.attached.get(v) and \
+                            st.annotations.get(v, LoopKind.SERIAL) in (LoopKind.SERIAL, LoopKind.VECTORIZE):
+                        # the region's edge past the domain: the loop stops there (a loop with
+                        # a variable trip count vectorizes; a guard in its body may not)
+                        stop = binary(Op.SUB, as_expr(v.extent, dt.index), dom[v].lo)
+                        loop_ext[v] = binary(Op.MIN, loop_ext[v], stop)
+                    else:
+                        guards.append((binary(Op.LT, a, v.extent), False))
         # statements
         bufs = self.regions[st.name].buffers
         store_idx = tuple(simplify_index(val[v] if dom else absval[v], self.ranges) for v in op.axis)

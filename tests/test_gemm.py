@@ -118,12 +118,13 @@ def micro_kernels(source: str) -> int:
 def test_default_dot_runs_a_register_micro_kernel_and_matches(shape):
     """The untuned default packs what needs packing so the tile runs in vector registers, also
     with tails that do not divide the tile (the packs are zero-padded; only the copy-out is
-    guarded)."""
+    guarded). One row (a matrix-vector product) reads B once, as it lies: no pack, and its edge
+    tile stops at the edge (AMD EPYC: 768 x 3072 in 92 us against 169 packed)."""
     m, n, k = shape
     out = dot(0, m, n, k, False, False)
     f = hlotune.build(hlotune.schedules.fusion.default_schedule([out], hw=HOST))
     if n >= 4 and HOST.vector_bytes >= 16:
-        assert micro_kernels(f.source) == 1
+        assert micro_kernels(f.source) == (m > 1 or n % (HOST.vector_bytes // 4) == 0)
     ins = random_inputs([out], seed=2)
     assert_close(f(*ins), evaluate([out], ins)[0], *MATMUL_F32)
 

@@ -19,11 +19,12 @@ def _ty(shape) -> str:
     return f"f32[{','.join(map(str, shape))}]"
 
 
-def loop_text(shape, region, scale, shift, n, read_after: bool) -> str:
+def loop_text(shape, region, scale, shift, n, read_after: bool, reads_old: bool = True) -> str:
     """State (i, buf, w, acc): each step reads buf's box at corner ``scale * i + shift``
-    (clamped), writes it back plus ``w`` plus i, and adds the new buf's sum into acc. The
-    entry makes buf's initial value by a kernel (2 * b0) and, with ``read_after``, returns
-    that initial value too (so it must survive the loop)."""
+    (clamped), writes it back plus ``w`` plus i (without ``reads_old``: writes ``w`` plus i
+    there, as a KV cache takes a new row), and adds the new buf's sum into acc. The entry makes
+    buf's initial value by a kernel (2 * b0) and, with ``read_after``, returns that initial
+    value too (so it must survive the loop)."""
     r = len(shape)
     B, U = _ty(shape), _ty(region)
     T = f"(s32[], {B}, {U}, f32[])"
@@ -60,7 +61,7 @@ body {{
   old = {U} dynamic-slice(buf, {st_}), dynamic_slice_sizes={{{",".join(map(str, region))}}}
   fi = f32[] convert(i)
   bi = {U} broadcast(fi), dimensions={{}}
-  ow = {U} add(old, w)
+  ow = {U} {"add(old, w)" if reads_old else "copy(w)"}
   upd = {U} add(ow, bi)
   new = {B} dynamic-update-slice(buf, upd, {st_})
   z = f32[] constant(0)
@@ -87,12 +88,12 @@ ENTRY main {{
 """
 
 
-def numpy_loop(b0, w0, scale, shift, n):
+def numpy_loop(b0, w0, scale, shift, n, reads_old=True):
     buf, acc = (b0 + b0).astype(np.float32), np.float32(0)
     for i in range(n):
         c = [min(max(i * a + b, 0), s - u) for a, b, s, u in zip(scale, shift, buf.shape, w0.shape)]
         box = tuple(slice(x, x + u) for x, u in zip(c, w0.shape))
-        buf[box] = (buf[box] + w0) + np.float32(i)
+        buf[box] = ((buf[box] if reads_old else 0) + w0) + np.float32(i)
         acc = np.float32(acc + buf.sum(dtype=np.float64))
     return buf, w0, acc
 
@@ -104,11 +105,11 @@ def cases(draw):
     region = [draw(st.integers(1, s)) for s in shape]
     scale = draw(st.lists(st.integers(-2, 3), min_size=r, max_size=r))
     shift = draw(st.lists(st.integers(-3, 8), min_size=r, max_size=r))
-    return shape, region, scale, shift, draw(st.integers(0, 6)), draw(st.booleans())
+    return shape, region, scale, shift, draw(st.integers(0, 6)), draw(st.booleans()), draw(st.booleans())
 
 
-def _run(shape, region, scale, shift, n, read_after, seed=0):
-    m = hlotune.load_hlo(loop_text(shape, region, scale, shift, n, read_after))
+def _run(shape, region, scale, shift, n, read_after, reads_old=True, seed=0):
+    m = hlotune.load_hlo(loop_text(shape, region, scale, shift, n, read_after, reads_old))
     c = hlotune.compile(m, target="cpu")
     rng = np.random.default_rng(seed)
     b0 = rng.standard_normal(shape).astype(np.float32)
@@ -117,7 +118,7 @@ def _run(shape, region, scale, shift, n, read_after, seed=0):
     got = c(b0, w0)
     np.testing.assert_array_equal(b0, keep[0])          # arguments are never written
     np.testing.assert_array_equal(w0, keep[1])
-    return c, got, numpy_loop(b0, w0, scale, shift, n), b0
+    return c, got, numpy_loop(b0, w0, scale, shift, n, reads_old), b0
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -127,7 +128,7 @@ def test_dynamic_update_slice_carry_in_place_matches_numpy(case):
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6)
     np.testing.assert_array_equal(got[1], want[1])
     np.testing.assert_allclose(got[2], want[2], rtol=1e-4, atol=1e-4)
-    if case[-1]:                       # the loop's initial value, read after the loop, is intact
+    if case[5]:                        # the loop's initial value, read after the loop, is intact
         np.testing.assert_array_equal(got[3], b0 + b0)
 
 
@@ -155,3 +156,22 @@ def test_no_donation_when_the_initial_value_is_read_later(read_after):
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
     got2 = c(b0, want[1])       # a second call starts from fresh values, not the first call's
     np.testing.assert_allclose(got2[0], want[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("reads_old", [False, True])
+def test_a_region_the_body_reads_back_is_written_before_the_body(reads_old):
+    """The body sums the updated carry: where it reads the old value only to make the new one,
+    the region is computed by a function of its own and written before the body runs, which
+    then reads the carry itself (no select per read); where the region reads the old box, it
+    is written after the body, as before."""
+    c, got, want, _ = _run([6, 5], [2, 5], [1, 0], [0, 0], 3, False, reads_old)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
+    np.testing.assert_allclose(got[2], want[2], rtol=1e-4, atol=1e-4)
+    (loop,) = [s for s in c.graph.steps if isinstance(s, _KernelStep) and s.graph is None]
+    src = loop.kernel.source
+    driver = src[src.index("int hl_while("):]
+    body = driver[driver.index("for (;;)"):driver.index("\n  }\n")]
+    first = "_pre(" in body
+    assert first is not reads_old
+    assert body.count("memcpy(cur1 + ") == 1
+    assert (body.index("memcpy(cur1 + ") < body.index("_body(")) is first

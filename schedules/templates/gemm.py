@@ -376,12 +376,16 @@ class Gemm(Template):
             mb = max(mb, next((v for v in space.knob("mb").values if v >= per), mb))
         nb = next((v for v in space.knob("nb").values
                    if v % per == 0 and _blocks(cols, v) * nr * panel_bytes <= 4 * hw.l2), space.knob("nb").values[-1])
+        # a B that one row reads once, as it lies along y (a matrix-vector product): packing it
+        # would copy every element to read it once
+        once = xe == 1 and all(dim == len(t.shape) - 1 and not _computed(t) and _reuse(op, t) == 1
+                               for t, dim, _ in bs)
         c = {"mr": mr, "nr": nr, "mb": mb, "nb": nb, "order": "nm",
              "pack_a": max(space.knob("pack_a").values) if keep_a else 0,
              # B is packed where rows reuse it, for padded columns, and where the tile could not
              # load it as it lies (strided along y, as a flipped kernel's channels, or computed)
              # while other rows or batch entries read it too
-             "pack_b": max(space.knob("pack_b").values) if (xe > mr or ye % nr or any(
+             "pack_b": max(space.knob("pack_b").values) if not once and (xe > mr or ye % nr or any(
                  (dim != len(t.shape) - 1 or _computed(t)) and _reuse(op, t) > 1 for t, dim, _ in bs)) else 0,
              "unroll_k": 1, "parallel": 1 if hw.threads > 1 else 0}
         # the group kernel (its instruction does 2-4x the work of an FMA) needs both packs
