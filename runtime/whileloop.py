@@ -11,7 +11,7 @@ called through ``runtime.nested``'s address table, when all its steps are C kern
 - *updated* (the body's output is a dynamic-update-slice of the element itself: a scan's
   stacked outputs, a KV cache): kept in the output array, the body computes only the region
   and its corner, and the driver writes the region in place after the body (every read of the
-  old value happened inside the body call, so nothing is read after it is overwritten);
+  old value happened inside the body call, so nothing is read after it is overwritten).
   When the body also reads the element's new value (a decode step attends over the KV cache
   it just extended) and reads the old value nowhere else, the region is written *first*: a
   function computing the regions and corners runs before the body, the driver writes them in
@@ -90,6 +90,16 @@ def _written_first(loop: WhileLoop, outs: list, upd: dict) -> list[int]:
     return out
 
 
+def _region_outs(upd: dict, ks) -> list:
+    """The region and corner outputs of updated elements ``ks``, each tensor once, in order."""
+    return list(dict.fromkeys(t for k in ks for t in (upd[k][0], *upd[k][1])))
+
+
+def _writes(outs: list, upd: dict, ks) -> list:
+    """(k, region output, corner outputs) of updated elements ``ks``, as positions in ``outs``."""
+    return [(k, outs.index(upd[k][0]), [outs.index(t) for t in upd[k][1]]) for k in ks]
+
+
 def _plan(loop: WhileLoop) -> _Plan:
     st = loop.state
     n = len(loop.body_outs)
@@ -97,12 +107,11 @@ def _plan(loop: WhileLoop) -> _Plan:
     upd = {k: (reg, starts) for k, reg, starts in st.updates} if st else {}
     kind = ["kept" if i in kept else "update" if i in upd else "swap" for i in range(n)]
     swapped = [loop.body_outs[i] for i in range(n) if kind[i] == "swap"]
-    first = _written_first(loop, list(dict.fromkeys(swapped + [t for k in sorted(upd) for t in (upd[k][0], *upd[k][1])])),
-                           upd) if st else []
+    first = _written_first(loop, list(dict.fromkeys(swapped + _region_outs(upd, sorted(upd)))), upd) if st else []
     later = [k for k in sorted(upd) if k not in first]
-    outs = list(dict.fromkeys(swapped + [t for k in later for t in (upd[k][0], *upd[k][1])]))
+    outs = list(dict.fromkeys(swapped + _region_outs(upd, later)))
     src = {i: outs.index(loop.body_outs[i]) for i in range(n) if kind[i] == "swap"}
-    updates = [(k, outs.index(upd[k][0]), [outs.index(t) for t in upd[k][1]]) for k in later]
+    updates = _writes(outs, upd, later)
     graph = Graph(outs)
     if not st:
         return _Plan(graph, list(loop.body_pos), kind, src, updates)
@@ -111,10 +120,10 @@ def _plan(loop: WhileLoop) -> _Plan:
     if first:
         # the body reads the element itself where it read its new value: written before it runs
         graph = replace(graph, {loop.body_outs[k]: st.params[k] for k in first})
-        pre_outs = list(dict.fromkeys(t for k in first for t in (upd[k][0], *upd[k][1])))
+        pre_outs = _region_outs(upd, first)
         pre = Graph(pre_outs)
         pre_pos = tuple(where[id(t.op)] for t in pre.inputs)
-        written = tuple((k, pre_outs.index(upd[k][0]), [pre_outs.index(t) for t in upd[k][1]]) for k in first)
+        written = tuple(_writes(pre_outs, upd, first))
     pos = [where[id(t.op)] for t in graph.inputs]
     return _Plan(graph, pos, kind, src, updates, pre, pre_pos, written)
 
