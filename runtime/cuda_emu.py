@@ -87,6 +87,8 @@ inline double __longlong_as_double(long long x) { return hl_bits<double>(x); }
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll((unsigned long long)x); }
 inline float __fmul_rn(float a, float b) { volatile float p = a * b; return p; }
+inline double __dmul_rn(double a, double b) { volatile double p = a * b; return p; }
+inline double __dadd_rn(double a, double b) { volatile double p = a + b; return p; }
 using std::fma; using std::min; using std::max; using std::isinf; using std::isnan; using std::isfinite;
 using std::signbit;
 /* cp.async: queued per thread, performed when a wait_group covers the group */

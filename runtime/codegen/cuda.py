@@ -29,7 +29,7 @@ from ...schedules.gpu_lower import GpuLimits
 from ...schedules.loops import LoweredFunc, MatmulKernel
 from .gpu import GPURenderer, Program
 from .gpu_gemm import GEMM_HELPERS, render_gemm
-from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, rounding_helpers
+from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, pow_f64_helper, rounding_helpers
 
 _TYPES = {"float32": "float", "float64": "double", "bool": "bool", "int8": "signed char", "int16": "short",
           "int32": "int", "int64": "long long", "uint8": "unsigned char", "uint16": "unsigned short",
@@ -60,7 +60,7 @@ HL_INLINE long long hl_bitcast_f64_i64(double x) { return __double_as_longlong(x
 HL_INLINE unsigned long long hl_bitcast_f64_u64(double x) { return (unsigned long long)__double_as_longlong(x); }
 HL_INLINE double hl_bitcast_i64_f64(long long x) { return __longlong_as_double(x); }
 HL_INLINE double hl_bitcast_u64_f64(unsigned long long x) { return __longlong_as_double((long long)x); }
-"""] + rounding_helpers(ty)
+"""] + rounding_helpers(ty) + [pow_f64_helper(ty, "__dmul_rn({}, {})", "__dadd_rn({}, {})")]
     return "".join(out + float_helpers(ty) + int_helpers(ty) + int_bitcasts(ty)) + GEMM_HELPERS
 
 
@@ -96,6 +96,8 @@ class CUDARenderer(GPURenderer):
     def float_op(self, op, a, d):
         if op is Op.MUL and d in (dt.float16, dt.bfloat16):   # rounded before use: never fused into an FMA
             return f"__fmul_rn({a[0]}, {a[1]})"
+        if op is Op.POW and d is dt.float64:
+            return f"hl_pow_f64({a[0]}, {a[1]})"
         return super().float_op(op, a, d)    # expf/logf/...: CUDA's libm names
 
     def preamble(self, fn: LoweredFunc) -> str:

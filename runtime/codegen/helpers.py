@@ -100,6 +100,48 @@ def float_helpers(ty: HelperTypes) -> list[str]:
     return out
 
 
+def pow_f64_helper(ty: HelperTypes, mul: str = "{} * {}", add: str = "{} + {}") -> str:
+    """``hl_pow_f64(a, b)``: float64 ``pow`` correctly rounded (but for results within about
+    2^-98 of a rounding boundary) where ``b`` is an integer of at most 2^31 in magnitude and the
+    result is finite and normal: square-and-multiply in double-double, one rounding at the end
+    (a GPU's ``pow`` may be several ulps off: OpenCL allows 16); the device's ``pow`` elsewhere.
+    ``mul``/``add``: format strings of one rounded product/sum, never contracted into an FMA (each
+    is its own statement, which OpenCL C does not contract across; CUDA needs intrinsics)."""
+    u64, inl = ty.unsigned(64), ty.inline
+    m, a = mul.format, add.format
+    return f"""{inl} void hl_dd_mul(double ah, double al, double bh, double bl, double* rh, double* rl) {{
+  double p = {m("ah", "bh")};
+  double e = fma(ah, bh, -p);
+  e = fma(ah, bl, e);
+  e = fma(al, bh, e);
+  double h = {a("p", "e")};
+  double d = {a("h", "-p")};
+  *rh = h;
+  *rl = {a("e", "-d")};
+}}
+{inl} double hl_pow_f64(double a, double b) {{
+  if (!(fabs(b) <= 2147483648.0) || b != floor(b) || a == 0 || !isfinite(a)) return pow(a, b);
+  {u64} n = ({u64})fabs(b);
+  double rh = 1.0, rl = 0.0, xh = a, xl = 0.0;
+  while (n) {{
+    if (n & 1) hl_dd_mul(rh, rl, xh, xl, &rh, &rl);
+    n >>= 1;
+    if (n) hl_dd_mul(xh, xl, xh, xl, &xh, &xl);
+  }}
+  if (b < 0) {{     /* 1 / (rh + rl): q and the residual's quotient */
+    if (!(fabs(rh) >= 1e-290)) return pow(a, b);
+    double q = 1.0 / rh;
+    double r = fma(-q, rh, 1.0);
+    r = fma(-q, rl, r);
+    rl = {m("r", "q")};
+    rh = q;
+  }}
+  double out = {a("rh", "rl")};
+  return (isfinite(out) && fabs(out) >= 1e-290) ? out : pow(a, b);
+}}
+"""
+
+
 def int_helpers(ty: HelperTypes) -> list[str]:
     """Division, remainder, floor division/modulo, shifts, abs, sign, pow, popcount, clz and
     saturating float -> int conversion per integer type (XLA semantics)."""

@@ -21,7 +21,7 @@ from ...schedules.loops import For, LoopKind, LoweredFunc, Stmt
 from .clvec import render_vector_loop
 from .cstyle import _FMATH
 from .gpu import GPURenderer, Program, used_dtypes
-from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, rounding_helpers
+from .helpers import HelperTypes, float_helpers, int_bitcasts, int_helpers, pow_f64_helper, rounding_helpers
 from .typehelpers import type_helpers
 
 log = logging.getLogger(__name__)
@@ -65,6 +65,7 @@ HL_INLINE ulong hl_bitcast_f64_u64(double x) { return as_ulong(x); }
 HL_INLINE double hl_bitcast_i64_f64(long x) { return as_double(x); }
 HL_INLINE double hl_bitcast_u64_f64(ulong x) { return as_double(x); }
 """)
+        out.append(pow_f64_helper(ty))
     return "".join(out + float_helpers(ty) + int_helpers(ty) + int_bitcasts(ty))
 
 
@@ -123,6 +124,8 @@ class OpenCLRenderer(GPURenderer):
         return self.fp64
 
     def float_op(self, op, a, d):
+        if op is Op.POW and d is dt.float64:
+            return f"hl_pow_f64({a[0]}, {a[1]})"
         if op in _FMATH:      # OpenCL's math functions are overloaded: no 'f' suffix
             return f"{_FMATH[op]}({', '.join(a)})"
         if op is Op.RSQRT:
