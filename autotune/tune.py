@@ -27,6 +27,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from ..dsl.errors import ClusterError, ConfigError
@@ -165,7 +166,13 @@ def tune_graph(outputs, inputs, target: Target, trials: int | None, db: Database
     tasks = extract_tasks(outputs, inputs, target)
     size = trials if opts.budget is None else [trials, f"{opts.budget:g}s"]
     rid = run_id(opts.module_key or "|".join(sorted(t.key for t in tasks)), target, size, tuner, seed)
-    with run_lock(db.path, rid):
+    # the run's own numpy work (the tuners' model fits, the references) on one BLAS thread:
+    # OpenBLAS's idle threads spin for about 0.1 s after a call, on the cores a worker times on
+    # (the first candidates of a run whose kernels were cached, so no build came between the
+    # fit and the timing, ran 1.4-3.5x slower for 20-60 ms of repeats). scipy.linalg, whose
+    # OpenBLAS the GP fits call, is loaded first: a limit covers the libraries loaded by then
+    import scipy.linalg  # noqa: F401
+    with run_lock(db.path, rid), threadpool_limits(limits=1, user_api="blas"):
         run = _Run(tasks, rid, target, trials, db, opts)
         run.plans = [p for p in segment_plans(outputs, inputs, target) if p.choices]
         return run.tune()

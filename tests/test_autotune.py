@@ -382,3 +382,29 @@ def test_tune_cli_and_report_formats(tmp_path, capsys):
     log = str(tmp_path / "log.jsonl")
     assert main(["export", log, "--db", db]) == 0
     assert main(["import", log, "--db", str(tmp_path / "other.db")]) == 0
+
+
+def test_the_run_keeps_blas_on_one_thread_while_workers_time(tmp_path, monkeypatch):
+    """OpenBLAS's idle threads spin for about 0.1 s after a call, on the cores the worker times
+    on: a run's own numpy work (model fits, references) uses one BLAS thread, and the caller's
+    limit comes back afterwards."""
+    import scipy.linalg  # noqa: F401  (its OpenBLAS too, as the run loads it)
+    from hlotune.autotune import measure
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+    before = blas_threads()
+    seen = []
+    real = measure.Measurer.measure
+
+    def spy(self, configs, screen=True):
+        seen.append(blas_threads())
+        return real(self, configs, screen)
+
+    monkeypatch.setattr(measure.Measurer, "measure", spy)
+    outs, ins = matmul_tanh()
+    tune_graph(outs, ins, CPU, 3, Database(tmp_path / "t.db"), **FAST)
+    assert seen and all(n and set(n) == {1} for n in seen), seen
+    assert blas_threads() == before
