@@ -68,7 +68,14 @@ CASES = [(-2.0, 2.0, 4.0), (-0.0, 2.0, 0.0), (5.0, 2.0, 25.0), (3.0, -1.0, 0.333
          (2.0, 0.5, math.sqrt(2.0)), (7.0, 0.0, 1.0), (np.nan, 0.0, 1.0), (1.0, np.nan, 1.0),
          (np.inf, -1.0, 0.0), (-np.inf, 3.0, -np.inf), (10.0, 400.0, np.inf), (10.0, -400.0, 0.0),
          (2.0, -1074.0, 5e-324), (1e-20, -15.0, float(Fraction(1e-20) ** -15)), (1e-20, -16.0, np.inf),
-         (-0.0, -3.0, -np.inf), (0.0, -2.0, np.inf)]
+         (-0.0, -3.0, -np.inf), (0.0, -2.0, np.inf),
+         # the power itself below the normal range, its reciprocal normal (found by CI's hypothesis)
+         (1.430511474609375e-06, -50.0, float(Fraction(1.430511474609375e-06) ** -50)),
+         (3e-150, -2.0, float(Fraction(3e-150) ** -2)), (-7e-100, -3.0, float(Fraction(-7e-100) ** -3)),
+         (1.000001, 2.0 ** 31, np.inf), (0.999999, 2.0 ** 31, 0.0),
+         # reciprocals just above a tie between two doubles
+         (1.9999999999999998, -1.0, 0.5000000000000001),
+         (1.9999999999999998, -3.0, float(Fraction(1.9999999999999998) ** -3))]
 
 
 @pytest.mark.parametrize("run", list(RUNNERS))
@@ -84,7 +91,7 @@ def test_cases_match_correctly_rounded_results(run):
 
 
 @pytest.mark.parametrize("run", list(RUNNERS))
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(mant=st.lists(st.floats(0.5, 2.0, allow_nan=False), min_size=N, max_size=N),
        scale=st.lists(st.integers(-30, 30), min_size=N, max_size=N),
        signs=st.lists(st.booleans(), min_size=N, max_size=N),

@@ -103,10 +103,12 @@ def float_helpers(ty: HelperTypes) -> list[str]:
 def pow_f64_helper(ty: HelperTypes, mul: str = "{} * {}", add: str = "{} + {}") -> str:
     """``hl_pow_f64(a, b)``: float64 ``pow`` correctly rounded (but for results within about
     2^-98 of a rounding boundary) where ``b`` is an integer of at most 2^31 in magnitude and the
-    result is finite and normal: square-and-multiply in double-double, one rounding at the end
-    (a GPU's ``pow`` may be several ulps off: OpenCL allows 16); the device's ``pow`` elsewhere.
-    ``mul``/``add``: format strings of one rounded product/sum, never contracted into an FMA (each
-    is its own statement, which OpenCL C does not contract across; CUDA needs intrinsics)."""
+    result is finite and normal: square-and-multiply in double-double on mantissas kept in
+    [0.5, 1) with the binary exponent counted apart (so no intermediate under- or overflows,
+    whatever the result's size), one rounding at the end (a GPU's ``pow`` may be several ulps
+    off: OpenCL allows 16); the device's ``pow`` elsewhere. ``mul``/``add``: format strings of
+    one rounded product/sum, never contracted into an FMA (each is its own statement, which
+    OpenCL C does not contract across; CUDA needs intrinsics)."""
     u64, inl = ty.unsigned(64), ty.inline
     m, a = mul.format, add.format
     return f"""{inl} void hl_dd_mul(double ah, double al, double bh, double bl, double* rh, double* rl) {{
@@ -119,24 +121,49 @@ def pow_f64_helper(ty: HelperTypes, mul: str = "{} * {}", add: str = "{} + {}") 
   *rh = h;
   *rl = {a("e", "-d")};
 }}
+{inl} int hl_dd_norm(double* h, double* l) {{   /* h into [0.5, 1), l by the same power of two */
+  int k;
+  *h = frexp(*h, &k);
+  *l = ldexp(*l, -k);
+  return k;
+}}
 {inl} double hl_pow_f64(double a, double b) {{
   if (!(fabs(b) <= 2147483648.0) || b != floor(b) || a == 0 || !isfinite(a)) return pow(a, b);
   {u64} n = ({u64})fabs(b);
-  double rh = 1.0, rl = 0.0, xh = a, xl = 0.0;
-  while (n) {{
-    if (n & 1) hl_dd_mul(rh, rl, xh, xl, &rh, &rl);
+  int xe, re = 0;
+  double rh = 1.0, rl = 0.0, xh = frexp(a, &xe), xl = 0.0;
+  while (n) {{     /* |x| = |xh + xl| 2^xe, |r| likewise with re; exponents stay below 2^13 */
+    if (n & 1) {{
+      hl_dd_mul(rh, rl, xh, xl, &rh, &rl);
+      re += xe + hl_dd_norm(&rh, &rl);
+    }}
     n >>= 1;
-    if (n) hl_dd_mul(xh, xl, xh, xl, &xh, &xl);
+    if (n) {{
+      hl_dd_mul(xh, xl, xh, xl, &xh, &xl);
+      xe += xe + hl_dd_norm(&xh, &xl);
+    }}
+    if (re > 4096 || re < -4096 || xe > 4096 || xe < -4096) return pow(a, b);
   }}
-  if (b < 0) {{     /* 1 / (rh + rl): q and the residual's quotient */
-    if (!(fabs(rh) >= 1e-290)) return pow(a, b);
+  if (b < 0) {{     /* 1 / (rh + rl) = q + ch + cl, to about 2^-150: q = 1/rh, R = Rh + Rl = 1 - q (rh + rl) */
     double q = 1.0 / rh;
-    double r = fma(-q, rh, 1.0);
-    r = fma(-q, rl, r);
-    rl = {m("r", "q")};
-    rh = q;
+    double r1 = fma(-q, rh, 1.0);
+    double s = {m("q", "rl")};
+    double t = fma(q, rl, -s);
+    double u = {a("r1", "-s")};
+    double w = {a("u", "-r1")};
+    double v = {a("r1", "-(u - w)")};
+    double Rl = {a(a("v", "-s - w"), "-t")};
+    double ch = u / rh;
+    double g = fma(-ch, rh, u);
+    g = {a("g", "Rl")};
+    g = fma(-ch, rl, g);
+    double cl = g / rh;
+    rh = {a("q", "ch")};     /* two-sum of q and ch, then the rest once */
+    w = {a("rh", "-q")};
+    rl = {a(a(a("q", "-(rh - w)"), "ch - w"), "cl")};
+    re = -re;
   }}
-  double out = {a("rh", "rl")};
+  double out = ldexp({a("rh", "rl")}, re);
   return (isfinite(out) && fabs(out) >= 1e-290) ? out : pow(a, b);
 }}
 """
