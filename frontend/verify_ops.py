@@ -215,9 +215,32 @@ def ragged_dot(v, ins, ops):
 
 
 def scan(v, ins, ops):
+    """``chlo.scan``: inputs then inits; results are the outputs (stacked along ``dimension``)
+    then one carry per init, shaped as its init; the body maps (input slices, carries) to
+    (output slices, carries)."""
     for k, s in enumerate(ops):
         array(s, f"operand {k}")
-    v.called(ins, "to_apply")
+    n_in, dim = int(ins.attr("num_inputs", 0)), int(ins.attr("dimension", 0))
+    check(0 <= n_in <= len(ops), f"num_inputs {n_in} must be between 0 and the {len(ops)} operands")
+    xs, inits = list(ops[:n_in]), list(ops[n_in:])
+    outs = list(ins.shape.elements) if ins.shape.is_tuple else [ins.shape]
+    for k, s in enumerate(outs):
+        array(s, f"result {k}")
+    n_out = len(outs) - len(inits)
+    check(n_out >= 0, f"returns {len(outs)} values, fewer than its {len(inits)} inits")
+    stacked = xs + outs[:n_out]
+    check(all(0 <= dim < s.rank for s in stacked),
+          f"dimension {dim} must be a dimension of every input and output")
+    check(len({s.dims[dim] for s in stacked}) <= 1, "inputs and outputs must have one length along "
+                                                     f"dimension {dim}")
+    for k, (c, i) in enumerate(zip(outs[n_out:], inits)):
+        check(plain(c) == plain(i), f"carry {k} is {plain(c)}, but its init is {plain(i)}")
+
+    def slice_of(s):
+        return ArrayShape(s.element_type, s.dims[:dim] + s.dims[dim + 1:])
+    res = [slice_of(s) for s in outs[:n_out]] + inits
+    v.signature(v.called(ins, "to_apply"), [slice_of(x) for x in xs] + inits,
+                res[0] if len(res) == 1 else TupleShape(tuple(res)), "body")
 
 
 # ----------------------------------------------------------------------------- plumbing

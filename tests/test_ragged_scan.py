@@ -5,10 +5,13 @@ forward and reverse scans with several inputs and carries."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hlotune.frontend.lower import lower_module
 from hlotune.frontend.stablehlo import parse_stablehlo
+from hlotune.dsl.errors import HloParseError
 from hlotune.dsl.reference import evaluate
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -126,3 +129,37 @@ def test_scan_stacks_outputs_and_returns_carries(reverse):
         np.testing.assert_array_equal(out[1], maxs)
         np.testing.assert_allclose(out[2], sums[:, 0] if reverse else sums[:, -1], rtol=1e-5)
         np.testing.assert_array_equal(out[3], maxs[:, 0] if reverse else maxs[:, -1])
+
+
+#: SCAN returning only its first output, so the parser's own checks of the function's results
+#: leave the scan's declared result types to the scan's verifier
+_SCAN1 = SCAN.replace(" REVERSE", "").replace(
+    "-> (tensor<3x5xf32>, tensor<3x5xi32>, tensor<3xf32>, tensor<3xi32>) {\n  %0:4",
+    "-> tensor<3x5xf32> {\n  %0:4").replace(
+    "return %0#0, %0#1, %0#2, %0#3 : tensor<3x5xf32>, tensor<3x5xi32>, tensor<3xf32>, tensor<3xi32>",
+    "return %0#0 : tensor<3x5xf32>")
+_SCAN_TYPE = "-> (tensor<3x5xf32>, tensor<3x5xi32>, tensor<3xf32>, tensor<3xi32>)\n  return"
+
+
+@pytest.mark.parametrize("old,new,says", [
+    (_SCAN_TYPE, _SCAN_TYPE.replace("tensor<3xf32>", "tensor<0xf32>"), "carry 0 is f32[0], but its init is f32[3]"),
+    (_SCAN_TYPE, _SCAN_TYPE.replace("tensor<3x5xi32>", "tensor<3x4xi32>"), "one length along dimension 1"),
+    (_SCAN_TYPE, _SCAN_TYPE.replace("tensor<3x5xi32>", "tensor<3x5x1xi32>"), "s32[3,1]"),
+    ("stablehlo.return %s, %m, %s, %m : tensor<3xf32>, tensor<3xi32>, tensor<3xf32>, tensor<3xi32>",
+     "stablehlo.return %s, %m, %s, %s : tensor<3xf32>, tensor<3xi32>, tensor<3xf32>, tensor<3xf32>", "body"),
+    ("dimension=1", "dimension=2", "dimension 2 must be a dimension of every input and output"),
+])
+def test_scan_result_types_are_checked_against_inits_inputs_and_body(old, new, says):
+    """A scan whose declared results disagree with its inits, inputs or body is a located parse
+    error, never a wrong-sized array (hypothesis found a carry typed tensor<0xf32>)."""
+    assert _SCAN1.count(old) == 1
+    with pytest.raises(HloParseError, match=re.escape(says)) as e:
+        evaluate_text(_SCAN1.replace(old, new), np.zeros((3, 5), np.float32), np.zeros((3, 5), np.int32),
+                      np.zeros(3, np.float32), np.zeros(3, np.int32))
+    assert e.value.line == 3, str(e.value)
+
+
+def test_scan_returning_its_first_output_only_runs():
+    x = np.arange(15, dtype=np.float32).reshape(3, 5)
+    out = evaluate_text(_SCAN1, x, np.zeros((3, 5), np.int32), np.ones(3, np.float32), np.zeros(3, np.int32))
+    np.testing.assert_allclose(out[0], np.cumsum(x, axis=1) + 1)
