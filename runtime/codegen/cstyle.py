@@ -23,6 +23,7 @@ from ...dsl.expr import Expr, binary
 from ...dsl.ops import Op
 from ...schedules.bounds import simplify
 from ...schedules.loops import Allocate, Assign, Barrier, Buffer, For, If, Let, LoweredFunc, Seq, Stmt, Store
+from .cse import shared
 
 _CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!="}
 _ARITH = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*"}
@@ -55,6 +56,8 @@ class CStyleRenderer:
     def __init__(self):
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
+        self.temps: dict[int, str] = {}     # id(node) -> its temporary, while one statement renders
+        self.n_temps = 0
 
     # ------------------------------------------------------------------ names and types
     def name(self, obj, hint: str) -> str:
@@ -201,6 +204,9 @@ class CStyleRenderer:
         return s
 
     def expr(self, e: Expr) -> str:
+        temp = self.temps.get(id(e))
+        if temp is not None:
+            return temp
         op, d = e.op, e.dtype
         if op is Op.CONST:
             return self.const(e.arg, d)
@@ -392,12 +398,27 @@ class CStyleRenderer:
         t = self.ctype(b.dtype, storage=True)
         return [f"{pad}{t} {self.name(b, b.name)}[{max(b.size, 1)}]{self.local_array_attr};"], []
 
+    def with_temps(self, value: Expr, pad: str, line) -> list[str]:
+        """``line()`` (one statement computing ``value``), after declaring value's shared
+        subexpressions (cse.py) as constants, in a block of their own."""
+        defs = []
+        try:
+            for rep, ids in shared(value):
+                name = f"hl_t{self.n_temps}"
+                self.n_temps += 1
+                defs.append(f"{pad}  const {self.ctype(rep.dtype)} {name} = {self.expr(rep)};")
+                self.temps.update(dict.fromkeys(ids, name))
+            text = line()
+        finally:
+            self.temps.clear()
+        return [pad + "{", *defs, f"{pad}  {text}", pad + "}"] if defs else [pad + text]
+
     def stmt(self, s: Stmt, depth: int) -> list[str]:
         pad = "  " * depth
         if isinstance(s, Seq):
             return [ln for x in s.stmts for ln in self.stmt(x, depth)]
         if isinstance(s, Store):
-            return [pad + self.store(s)]
+            return self.with_temps(s.value, pad, lambda: self.store(s))
         if isinstance(s, For):
             v = self.name(s.var, s.var.name)
             head = [pad + p for p in self.loop_pragma(s)]
@@ -406,7 +427,7 @@ class CStyleRenderer:
         if isinstance(s, If):
             return [f"{pad}if ({self.expr(s.cond)}) {{", *self.stmt(s.then, depth + 1), pad + "}"]
         if isinstance(s, Assign):
-            return [f"{pad}{self.name(s.var, s.var.name)} = {self.expr(s.value)};"]
+            return self.with_temps(s.value, pad, lambda: f"{self.name(s.var, s.var.name)} = {self.expr(s.value)};")
         if isinstance(s, Let):
             t = self.ctype(s.var.dtype)
             return [pad + "{", f"{pad}  {t} {self.name(s.var, s.var.name)} = {self.expr(s.value)};",

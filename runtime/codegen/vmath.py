@@ -7,10 +7,8 @@ VMATH_C = r"""
 HL_INLINE float hl_ldexp_i(float p, int32_t n) {
   int32_t bits; memcpy(&bits, &p, 4); bits += n << 23; float r; memcpy(&r, &bits, 4); return r;
 }
-HL_INLINE float hl_expf(float x) {
-  float xc = x > 88.72283935546875f ? 88.72283935546875f : (x < -103.972084045410f ? -103.972084045410f : x);
-  float n = rintf(xc * 1.44269504088896341f);
-  float r = xc - n * 0.693359375f;
+HL_INLINE float hl_expf_poly(float x, float n) {  /* e^(x - n ln 2), |x - n ln 2| <= ln(2)/2 */
+  float r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500E-4f;
   p = p * r + 1.3981999507E-3f;
@@ -18,12 +16,18 @@ HL_INLINE float hl_expf(float x) {
   p = p * r + 4.1665795894E-2f;
   p = p * r + 1.6666665459E-1f;
   p = p * r + 5.0000001201E-1f;
-  p = p * r * r + r + 1.0f;
-  int32_t ni = (int32_t)n;
-  /* 2^n in two steps at the ends of the range: subnormal results and n = 128 */
-  int32_t nlo = ni < -125 ? ni + 64 : (ni > 127 ? ni - 1 : ni);
-  float scale = ni < -125 ? 5.42101086242752217e-20f : (ni > 127 ? 2.0f : 1.0f);
-  float res = hl_ldexp_i(p, nlo) * scale;
+  return p * r * r + r + 1.0f;
+}
+HL_INLINE float hl_expf_in(float x) {   /* e^x for x in [-87, 88] (a normal result): no range checks */
+  float n = rintf(x * 1.44269504088896341f);
+  return hl_ldexp_i(hl_expf_poly(x, n), (int32_t)n);
+}
+HL_INLINE float hl_expf(float x) {
+  float xc = x > 88.72283935546875f ? 88.72283935546875f : (x < -103.972084045410f ? -103.972084045410f : x);
+  float n = rintf(xc * 1.44269504088896341f);
+  float p = hl_expf_poly(xc, n);
+  int32_t ni = (int32_t)n, n1 = ni >> 1;   /* 2^n as 2^n1 2^(n - n1): subnormal results, n = 128 */
+  float res = hl_ldexp_i(p, n1) * hl_ldexp_i(1.0f, ni - n1);
   res = x > 88.72283935546875f ? INFINITY : res;
   res = x < -103.972084045410f ? 0.0f : res;
   return x != x ? x : res;
@@ -66,7 +70,7 @@ HL_INLINE float hl_tanhf(float x) {
   p = p * z + 1.33314422036E-1f;
   p = p * z - 3.33332819422E-1f;
   float small = x + x * z * p;
-  float e = hl_expf(2.0f * (a > 9.0f ? 9.0f : a));
+  float e = hl_expf_in(2.0f * (a > 9.0f ? 9.0f : a));
   float big = 1.0f - 2.0f / (e + 1.0f);
   big = copysignf(big, x);
   float r = a < 0.625f ? small : big;
