@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ...dsl import dtypes as dt
-from ...dsl.expr import Expr
+from ...dsl.expr import Expr, walk
 from ...dsl.ops import Op
 
 #: the dtypes a temporary is declared in (their C value type is their storage type)
@@ -31,22 +31,6 @@ def _arg_key(arg):
     return ("id", id(arg))
 
 
-def _post_order(root: Expr) -> list[Expr]:
-    """Unique nodes (by identity) reachable from ``root`` through operands, operands first."""
-    out, seen, stack = [], set(), [(root, False)]
-    while stack:
-        e, done = stack.pop()
-        if done:
-            out.append(e)
-            continue
-        if id(e) in seen:
-            continue
-        seen.add(id(e))
-        stack.append((e, True))
-        stack.extend((s, False) for s in reversed(e.src) if id(s) not in seen)
-    return out
-
-
 def shared(value: Expr) -> list[tuple[Expr, list[int]]]:
     """The subexpressions of ``value`` to compute once, operands before users: each as (a
     representative node, the ids of every node equal to it)."""
@@ -54,7 +38,7 @@ def shared(value: Expr) -> list[tuple[Expr, list[int]]]:
     table: dict[tuple, Expr] = {}
     members: dict[int, list[int]] = {}
     reps: list[Expr] = []
-    for e in _post_order(value):
+    for e in walk([value]):
         key = (e.op, e.dtype, _arg_key(e.arg), tuple(id(canon[id(s)]) for s in e.src))
         rep = table.setdefault(key, e)
         canon[id(e)] = rep
