@@ -36,7 +36,7 @@ _TRANSCENDENTAL = {"exponential", "exponential-minus-one", "log", "log-plus-one"
                    "rsqrt", "sqrt", "sine", "cosine", "power", "logistic"}
 #: (module, form, output) -> (rtol, atol) where XLA's optimizer changed the arithmetic: in
 #: per-output exceptions to the family tolerances (none: the lowering mirrors XLA:CPU's excess
-#: precision for 16-bit floats, see lower_convert)
+#: precision for bfloat16, see lower_convert)
 SPECIAL_TOL: dict = {}
 
 
