@@ -58,6 +58,7 @@ class CStyleRenderer:
         self.used: set[str] = set()
         self.temps: dict[int, str] = {}     # id(node) -> its temporary, while one statement renders
         self.n_temps = 0
+        self.arm_depth = 0                  # how many select arms (or guards) enclose what renders now
 
     # ------------------------------------------------------------------ names and types
     def name(self, obj, hint: str) -> str:
@@ -214,6 +215,8 @@ class CStyleRenderer:
             return self.name(e.arg, e.arg.name)
         if op is Op.LOAD:
             return self.load(e)
+        if op is Op.SELECT:
+            return self.select(e)
         a = [self.expr(s) for s in e.src]
         sd = e.src[0].dtype if e.src else d
         if op is Op.COMPLEX:
@@ -225,8 +228,6 @@ class CStyleRenderer:
             return f"hl_{op.name.lower()}_{self.suffix(sd)}({', '.join(a)})"
         if op in _CMP:
             return f"({a[0]} {_CMP[op]} {a[1]})"
-        if op is Op.SELECT:
-            return f"({a[0]} ? {a[1]} : {a[2]})"
         if op is Op.CAST:
             return self.cast(a[0], sd, d)
         if op is Op.BITCAST:
@@ -234,6 +235,15 @@ class CStyleRenderer:
         if sd.is_float:
             return self.round16(self.float_op(op, a, sd), d)
         return self.int_op(op, a, sd, e)
+
+    def select(self, e: Expr) -> str:
+        """``cond ? a : b``; the arms render with ``arm_depth`` raised (they run conditionally)."""
+        c = self.expr(e.src[0])
+        self.arm_depth += 1
+        try:
+            return f"({c} ? {self.expr(e.src[1])} : {self.expr(e.src[2])})"
+        finally:
+            self.arm_depth -= 1
 
     def float_op(self, op: Op, a: list[str], d: DType) -> str:
         f = "" if d is dt.float64 else "f"
