@@ -27,6 +27,22 @@ def _sign(x):
     return np.where(x == 0, x, np.sign(x)) if x.dtype.kind == "f" or x.dtype.name in ("bfloat16",) else np.sign(x)
 
 
+def _is_float(x) -> bool:
+    return x.dtype.kind == "f" or x.dtype.name in ("bfloat16",) or x.dtype.name.startswith("float8")
+
+
+def _maximum(a, b):
+    """XLA's maximum: NaN-propagating, +0 above -0 (numpy's returns its first of two zeros)."""
+    r = np.maximum(a, b)
+    return np.where((a == 0) & (b == 0), a + b, r).astype(r.dtype) if _is_float(r) else r
+
+
+def _minimum(a, b):
+    """XLA's minimum: NaN-propagating, -0 below +0."""
+    r = np.minimum(a, b)
+    return np.where((a == 0) & (b == 0), -(-a - b), r).astype(r.dtype) if _is_float(r) else r
+
+
 _UNARY = {
     Op.EXP: np.exp, Op.EXPM1: np.expm1, Op.LOG: np.log, Op.LOG1P: np.log1p, Op.SQRT: np.sqrt,
     Op.CBRT: np.cbrt, Op.TANH: np.tanh, Op.SIN: np.sin, Op.COS: np.cos, Op.TAN: np.tan,
@@ -34,8 +50,8 @@ _UNARY = {
     Op.ISFINITE: np.isfinite,
 }
 _BINARY = {
-    Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.MAX: np.maximum,
-    Op.MIN: np.minimum, Op.ATAN2: np.arctan2, Op.AND: np.bitwise_and, Op.OR: np.bitwise_or,
+    Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.MAX: _maximum,
+    Op.MIN: _minimum, Op.ATAN2: np.arctan2, Op.AND: np.bitwise_and, Op.OR: np.bitwise_or,
     Op.XOR: np.bitwise_xor, Op.LT: np.less, Op.LE: np.less_equal, Op.GT: np.greater,
     Op.GE: np.greater_equal, Op.EQ: np.equal, Op.NE: np.not_equal,
 }

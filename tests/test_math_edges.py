@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import hlotune
+from hlotune import dsl
 
 jax = pytest.importorskip("jax", reason="XLA (jax) is the oracle of these tests")
 jnp = pytest.importorskip("jax.numpy")
@@ -86,3 +87,20 @@ def test_subnormal_inputs_are_ieee_not_flushed():
     x = np.float32([SUB, -SUB])
     got = hlotune.compile(hlotune.load_hlo(_module("sqrt", 2)))(x)
     assert got[0] > 0 and np.isnan(got[1])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_max_and_min_order_signed_zeros_as_xla(dtype):
+    """maximum(+0, -0) = +0 and minimum(+0, -0) = -0 in either order, as XLA:CPU's (jax 0.10.2:
+    IEEE 754-2019's maximum/minimum); NaN still propagates."""
+    z = np.array([0.0, -0.0, 0.0, -0.0, np.nan, 1.0, -0.0], dtype)
+    w = np.array([-0.0, 0.0, 0.0, -0.0, -0.0, np.nan, -1.0], dtype)
+    A, B = dsl.placeholder((7,), dtype, name="A"), dsl.placeholder((7,), dtype, name="B")
+    hi = dsl.compute((7,), lambda i: dsl.max(A[i], B[i]), name="hi")
+    lo = dsl.compute((7,), lambda i: dsl.min(A[i], B[i]), name="lo")
+    for T, want in ((hi, [0.0, 0.0, 0.0, -0.0, np.nan, np.nan, -0.0]), (lo, [-0.0, -0.0, 0.0, -0.0, np.nan, np.nan, -1.0])):
+        got = hlotune.build(hlotune.Schedule(T), target="cpu")(z, w)
+        want = np.array(want, dtype)
+        assert np.array_equal(np.isnan(got), np.isnan(want))
+        ok = ~np.isnan(want)
+        assert np.array_equal(got[ok], want[ok]) and np.array_equal(np.signbit(got[ok]), np.signbit(want[ok]))

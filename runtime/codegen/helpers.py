@@ -82,11 +82,12 @@ def rounding_helpers(ty: HelperTypes, fp64: bool = True) -> list[str]:
 
 
 def float_helpers(ty: HelperTypes) -> list[str]:
-    """NaN-propagating max/min, sign, numpy's floor division and floor modulo per float type."""
+    """NaN-propagating max/min (+0 above -0, as XLA's: a sum or negated difference of two zeros
+    picks the sign), sign, numpy's floor division and floor modulo per float type."""
     out = []
     for s, (t, f) in ty.floats.items():
-        out.append(f"""{ty.inline} {t} hl_max_{s}({t} a, {t} b) {{ return (a > b || a != a) ? a : b; }}
-{ty.inline} {t} hl_min_{s}({t} a, {t} b) {{ return (a < b || a != a) ? a : b; }}
+        out.append(f"""{ty.inline} {t} hl_max_{s}({t} a, {t} b) {{ return (a > b || a != a) ? a : (a == 0 && b == 0) ? a + b : b; }}
+{ty.inline} {t} hl_min_{s}({t} a, {t} b) {{ return (a < b || a != a) ? a : (a == 0 && b == 0) ? -(-a - b) : b; }}
 {ty.inline} {t} hl_sign_{s}({t} a) {{ return (a != a || a == 0) ? a : ({t})((a > 0) - (a < 0)); }}
 {ty.inline} {t} hl_floordiv_{s}({t} a, {t} b) {{  /* numpy's floor_divide (npy_divmod) */
   if (b == 0) return a / b;

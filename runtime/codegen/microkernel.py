@@ -204,11 +204,14 @@ def vector_helpers(d, lanes: int) -> str:
         return out
     mt = f"{vt}_mask"
     out += (f"typedef {'int32_t' if d is dt.float32 else 'int64_t'} {mt} __attribute__((vector_size({n})));\n"
-            # NaN-propagating max/min (as hl_max/hl_min): a where a > b or a is NaN, else b
+            # NaN-propagating max/min (as hl_max/hl_min): a where a > b or a is NaN, else b; of
+            # two zeros, their sum (max: +0 above -0) or negated difference (min)
             f"HL_INLINE {vt} hl_vblend_{vt[3:]}({mt} m, {vt} a, {vt} b) {{ "
             f"return ({vt})((m & ({mt})a) | (~m & ({mt})b)); }}\n"
-            f"HL_INLINE {vt} hl_vmax_{vt[3:]}({vt} a, {vt} b) {{ return hl_vblend_{vt[3:]}((a > b) | (a != a), a, b); }}\n"
-            f"HL_INLINE {vt} hl_vmin_{vt[3:]}({vt} a, {vt} b) {{ return hl_vblend_{vt[3:]}((a < b) | (a != a), a, b); }}\n")
+            f"HL_INLINE {vt} hl_vmax_{vt[3:]}({vt} a, {vt} b) {{ return hl_vblend_{vt[3:]}((a == 0) & (b == 0), "
+            f"a + b, hl_vblend_{vt[3:]}((a > b) | (a != a), a, b)); }}\n"
+            f"HL_INLINE {vt} hl_vmin_{vt[3:]}({vt} a, {vt} b) {{ return hl_vblend_{vt[3:]}((a == 0) & (b == 0), "
+            f"-(-a - b), hl_vblend_{vt[3:]}((a < b) | (a != a), a, b)); }}\n")
     if d is dt.float32:      # 16-bit floats loaded and widened exactly (bf16: its bits are f32's top half)
         out += (f"typedef uint16_t {vt}_u16 __attribute__((vector_size({2 * lanes}), aligned(2), may_alias));\n"
                 f"typedef _Float16 {vt}_f16 __attribute__((vector_size({2 * lanes}), aligned(2), may_alias));\n"
