@@ -15,14 +15,13 @@ import platform
 
 import numpy as np
 import pytest
+from hlotune.runtime.cpu import DEFAULT_FLAGS, CCompiler
+from hlotune.runtime.targets import get_target
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import hlotune
 from hlotune import dsl
-from hlotune.runtime.cpu import DEFAULT_FLAGS, CCompiler
-from hlotune.runtime.targets import get_target
-
 
 CPU = get_target("cpu")
 X86 = platform.machine() in ("x86_64", "AMD64")
