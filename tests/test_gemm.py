@@ -310,13 +310,14 @@ def test_k_blocks_match_on_awkward_shapes(data, batch, m, n, k, ta, tb, epilogue
 def test_k_blocks_keep_the_micro_kernel_and_change_only_the_k_loop(kc):
     """kc=32 on a 70 x 96 x 128 dot: the register tile still renders as the micro-kernel, now
     inside a loop over the K blocks, reading the packed panels one K block at a time; the
-    answer matches, also with a tail block of rows."""
+    answer matches, also with a tail block of rows. The tile is two of the machine's vectors
+    wide (the kernel is built for this machine: AVX2 or AVX-512)."""
     out = dot(0, 70, 96, 128, False, False)
     s = hlotune.Schedule(out)
     t = TEMPLATES["dot"]
-    hw = Hardware(vector_bytes=64, vector_regs=32, threads=2)
-    cfg = {"mr": 4, "nr": 32, "mb": 3, "nb": 1, "order": "nm", "pack_a": 1, "pack_b": 1, "unroll_k": 2,
-           "parallel": 1, "kc": kc}
+    hw = get_target("cpu").hardware
+    cfg = {"mr": 4, "nr": 2 * hw.lanes(4), "mb": 3, "nb": 1, "order": "nm", "pack_a": 1, "pack_b": 1,
+           "unroll_k": 2, "parallel": 1, "kc": kc}
     t.apply(s, s.stage(out), cfg, hw)
     f = hlotune.build(s)
     assert micro_kernels(f.source) == 1
