@@ -32,6 +32,7 @@ from pathlib import Path
 from hlotune.autotune.measure import Measurer
 from hlotune.autotune.task import extract_tasks
 from hlotune.autotune.tuners import get_tuner
+from hlotune.dsl.errors import ConfigError, ScheduleError
 from hlotune.runtime.targets import get_target
 from tqdm.auto import tqdm
 
@@ -79,6 +80,21 @@ def cached_space(cache: dict, label: str, task, sample: int) -> tuple[dict, floa
     if e and e["key"] == task.key and e["sample"] == sample and e["space_size"] == task.space.size:
         return e["log"], e["seconds"]
     return None
+
+
+def recheck(task, log: dict) -> tuple[dict, int]:
+    """``log`` with the configs that break the template's rules now marked ``invalid`` (rules are
+    checked before a config is compiled, so a log measured under older rules is brought up to
+    date without measuring), and how many were marked."""
+    out, marked = dict(log), 0
+    for key, v in log.items():
+        if v == "invalid":
+            continue
+        try:
+            task.schedule(json.loads(key))
+        except (ScheduleError, ConfigError):
+            out[key], marked = "invalid", marked + 1
+    return out, marked
 
 
 def replay(tuner: str, task, log: dict, seed: int, n: int, batch: int = 4) -> list[float]:
@@ -159,9 +175,11 @@ def main(argv=None):
                     args.space_cache.write_text(json.dumps(cache))
             else:
                 log, mtime = cached
+                log, marked = recheck(task, log)
                 e = cache[name]
                 origin = f"space cache, measured at {e.get('commit', 'an unrecorded commit')}" + \
-                    (f" ({e['tree']} tree)" if e.get("tree", "clean") != "clean" else "")
+                    (f" ({e['tree']} tree)" if e.get("tree", "clean") != "clean" else "") + \
+                    (f"; {marked} measured configs break the current template's rules" if marked else "")
             samples.append((k, log, mtime, origin))
         need = {t: [] for t in tuners}          # per sample: median over seeds
         rel = {t: [[] for _ in CHECKPOINTS] for t in tuners}

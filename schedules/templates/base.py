@@ -39,6 +39,9 @@ class Space:
 
     knobs: tuple[Knob, ...]
     derived: Callable[[dict], tuple] | None = field(default=None, compare=False, repr=False)
+    #: config -> an analytic guess at log(time) up to a constant (the template's model of the
+    #: machine, no measurement), which the bayes tuner starts from when the database has no model
+    estimate: Callable[[dict], float] | None = field(default=None, compare=False, repr=False)
 
     @property
     def names(self) -> list[str]:
@@ -147,7 +150,13 @@ class Template:
         undeclared = [k.name for k in knobs if k.name not in self.domains]
         if undeclared:
             raise TypeError(f"{type(self).__name__} offers knobs {undeclared} that its specs do not declare")
-        return Space(knobs, derived=self.derived(st, hw))
+        derived = self.derived(st, hw)
+        return Space(knobs, derived=derived, estimate=self.estimate(st, hw, derived))
+
+    def estimate(self, st: Stage, hw: Hardware, derived) -> Callable[[dict], float] | None:
+        """The space's analytic time model (see ``Space``), given its ``derived`` features;
+        None: the template has none."""
+        return None
 
     def derived(self, st: Stage, hw: Hardware) -> Callable[[dict], tuple] | None:
         """The space's derived features (see ``Space``); None: the knobs alone."""

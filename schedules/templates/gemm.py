@@ -48,6 +48,9 @@ NR_VECTORS = (1, 2, 3, 4, 6, 8)
 K_BLOCKS = (32, 48, 64, 96, 128, 192, 256, 384, 512)
 #: how many cache blocks an axis is cut into (blocks of whole register tiles)
 NBLOCKS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+#: independent accumulator vectors that keep a core's multiply-add units busy (about two units
+#: of four cycles' latency on current x86 and Arm cores): fewer leave the micro-kernel latency-bound
+LATENCY_CHAINS = 8
 
 
 def _flag(v) -> bool:
@@ -202,6 +205,14 @@ def _blocks(n: int, nb: int) -> int:
     return max(1, -(-n // max(1, nb)))
 
 
+def _overhangs(n: int, tile: int, nblocks: int) -> bool:
+    """Whether the cache blocks of an axis of ``n`` cut into register tiles of ``tile`` and then
+    ``nblocks`` blocks cover more than ``n`` (the last block's loops are guarded)."""
+    tiles = -(-n // tile)
+    per = _blocks(tiles, nblocks)
+    return -(-tiles // per) * per * tile > n
+
+
 def _accumulator_budget(regs: int) -> int:
     """Vector registers a register tile may hold: all but three, left for the B vectors and a
     broadcast of A (the micro-kernel matcher's bound, runtime/codegen/microkernel.py)."""
@@ -228,7 +239,8 @@ class GemmFeatures:
     split across threads) from a few dozen points. ``x``/``y``: output rows and columns,
     ``batch``: the extents of the leading axes, ``lanes``: vector lanes, ``regs``: vector
     registers, ``threads``: the machine's threads, ``k``: the longest reduction, ``item``: bytes
-    of an element, ``l1``: the L1 data cache."""
+    of an element, ``l1``: the L1 data cache, ``strided_b``: a B operand not contiguous along the
+    columns (or computed), which only a pack turns into vector loads."""
 
     x: int
     y: int
@@ -239,6 +251,7 @@ class GemmFeatures:
     k: int = 1
     item: int = 4
     l1: int = 32 << 10
+    strided_b: bool = False
 
     def __call__(self, c: dict) -> tuple[float, ...]:
         nv = -(-c["nr"] // self.lanes)
@@ -260,6 +273,32 @@ class GemmFeatures:
         return (min(use, 1.5) / 1.5, float(use <= 1), self.x / (xo * c["mr"]), self.y / (yo * c["nr"]),
                 balance, math.log2(1 + intensity) / math.log2(1 + 2 * budget),
                 min(1.0, math.log2(1 + panel_bytes / self.l1) / math.log2(1 + 32)))
+
+    def estimate(self, c: dict) -> float:
+        """An analytic guess at ``log`` of the config's time, up to a constant (no measurement):
+        the padded work of the register tiles, spread over the threads the parallel loop
+        balances onto, at the micro-kernel's rate. The rate is bound by the multiply-add chains
+        (``LATENCY_CHAINS`` independent accumulators keep the FMA units busy), by loads
+        (``mr`` broadcasts and ``nv`` B vectors per ``mr x nv`` multiply-adds), by spilled
+        accumulators, and by a B micro-panel larger than L1. Knobs it cannot judge (packing,
+        order, unrolling) it leaves to the tuner's measurements; edges whose loops are guarded
+        (cache blocks overhanging the output) cost a rough factor, more where the operand read
+        there is not a zero-padded pack."""
+        _, _, xe, ye, balance, _, _ = self(c)
+        nv = -(-c["nr"] // self.lanes)
+        acc = c["mr"] * nv
+        rate = min(1.0, acc / LATENCY_CHAINS, acc / (c["mr"] + nv))
+        spill = 1.0 + 2.0 * min(max(acc / _accumulator_budget(self.regs) - 1.0, 0.0), 1.0)
+        panel = (c.get("kc") or self.k) * c["nr"] * self.item
+        l1 = 1.0 + 0.25 * min(max(math.log2(panel / (self.l1 / 2)), 0.0), 2.0)
+        edges = 1.0
+        if self.x > 1 and _overhangs(self.x, c["mr"], c["mb"]):
+            edges *= 1.25 if c["pack_a"] else 1.9
+        if not c["pack_b"]:
+            # B's vectors gathered element by element, or guarded at the edge
+            edges *= max(self.lanes / 2 if self.strided_b else 1.0,
+                         2.0 if _overhangs(self.y, c["nr"], c["nb"]) else 1.0)
+        return math.log(spill * l1 * edges / (xe * ye * max(balance * self.threads, 1.0) * rate))
 
 
 class Gemm(Template):
@@ -304,10 +343,15 @@ class Gemm(Template):
     def derived(self, st: Stage, hw: Hardware) -> GemmFeatures:
         op = tile_op(st)
         d = list(op.axis)
+        bs, _ = operands(op)
         return GemmFeatures(d[-2].extent if len(d) >= 2 else 1, d[-1].extent,
                             tuple(v.extent for v in d[:-2]), hw.lanes(op.body[0].dtype.itemsize),
                             hw.vector_regs, hw.threads, max(v.extent for v in op.reduce_axis),
-                            op.body[0].dtype.itemsize, hw.l1d)
+                            op.body[0].dtype.itemsize, hw.l1d,
+                            any(dim != len(t.shape) - 1 or _computed(t) for t, dim, _ in bs))
+
+    def estimate(self, st: Stage, hw: Hardware, derived: GemmFeatures):
+        return derived.estimate
 
     # ------------------------------------------------------------------ default
     def default_config(self, st: Stage, hw: Hardware) -> dict:
@@ -439,6 +483,12 @@ class Gemm(Template):
                 tiles = -(-n // f)
                 check(n % f == 0 or tiles > _blocks(tiles, nblk), f"gemm: kc={c['kc']} with one cache block "
                       f"of {n} needs a register tile dividing it ({f} does not)")
+            # blocks that overhang the columns guard the accumulating vector loop itself unless the
+            # operands are zero-padded packs (measured 30-70x slower than the same tile packed)
+            cols, rows = _overhangs(y.extent, c["nr"], c["nb"]), _overhangs(x.extent, c["mr"], c["mb"])
+            check(not cols or (c["pack_b"] and (c["pack_a"] or not rows)),
+                  f"gemm: kc={c['kc']} with cache blocks overhanging the columns needs pack_b=1"
+                  + (" and pack_a=1 (the rows overhang too)" if rows else ""))
             s.compute_at(cc, blocks[-1])
             kb, big = s.split(big, c["kc"])
             ks[-1] = big
