@@ -62,6 +62,20 @@ def _openblas_kernel() -> str:
         return "unknown"
 
 
+def _cpu_isa() -> str:
+    """The vector features hlotune detected on this CPU and the architecture gcc's
+    ``-march=native`` resolves to (machines of one model name differ: AVX2 or AVX-512)."""
+    from hlotune.runtime.targets import get_target
+    isa = ",".join(get_target("cpu").hardware.isa)
+    try:
+        out = subprocess.run(["gcc", "-march=native", "-Q", "--help=target"], capture_output=True, text=True, check=False,
+                             timeout=30).stdout
+        arch = next((ln.split()[-1] for ln in out.splitlines() if ln.strip().startswith("-march=")), "?")
+    except (OSError, subprocess.SubprocessError):
+        arch = "?"
+    return f"{isa} (gcc -march=native: {arch})"
+
+
 def environment(extra: dict | None = None) -> dict:
     """What ran: versions, CPU, threads, load average."""
     from hlotune.runtime.cpu import CCompiler
@@ -75,6 +89,7 @@ def environment(extra: dict | None = None) -> dict:
         "numpy": np.__version__,
         "blas": _blas(),
         "cpu_model": cpu_model(),
+        "cpu_isa": _cpu_isa(),
         "cpu_count": os.cpu_count(),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "unset (all cores)"),
         "OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "unset (all cores)"),
