@@ -165,6 +165,14 @@ static void* hl_alloc(size_t n) { void* p = NULL; return posix_memalign(&p, 64, 
     return "".join(out)
 
 
+def _plain(e) -> bool:
+    """A load or a constant, possibly converted: what a select may read unconditionally at the
+    cost of one load."""
+    while e.op is Op.CAST:
+        e = e.src[0]
+    return e.op in (Op.LOAD, Op.CONST)
+
+
 class CRenderer(CStyleRenderer):
     """C99 + GNU extensions + OpenMP for gcc/clang on the host CPU. Register tiles
     (microkernel.py) render as GNU C vector code sized for ``hardware``'s vector registers."""
@@ -298,11 +306,16 @@ class CRenderer(CStyleRenderer):
         return f"hl_cvround_f16({s})" if self.converts_by_call else f"hl_vround_f16({s})"
 
     def select(self, e) -> str:
-        """Branch-free (bit masks) where floats convert by call and both arms are memory-safe to
-        evaluate (every load in them in bounds over the open loops)."""
+        """Branch-free (bit masks) where both arms are memory-safe to evaluate (every load in
+        them in bounds over the open loops) and either floats convert by call, or the select
+        picks between a float32/64 load and a constant or another load: gcc 12 vectorizes that
+        select with a masked load, which it miscompiled for AVX2 in a loop nest filling a pack
+        (rows 8-15 of every 16 wrong, tests/test_select_loads.py); a blend of two plain loads
+        is also the cheaper form."""
         d = e.dtype
-        if not (self.converts_by_call and not d.is_complex and not d.is_sub_byte and d.format is None
-                and all(self.in_bounds(x) for x in walk([e.src[1], e.src[2]]) if x.op is Op.LOAD)):
+        safe = all(self.in_bounds(x) for x in walk([e.src[1], e.src[2]]) if x.op is Op.LOAD)
+        by_call = self.converts_by_call and not d.is_complex and not d.is_sub_byte and d.format is None
+        if not (safe and (by_call or (d in (dt.float32, dt.float64) and all(_plain(x) for x in e.src[1:])))):
             self.branches += self.simd_depth > 0
             return super().select(e)
         c, a, b = (self.expr(x) for x in e.src)
