@@ -242,6 +242,8 @@ class _Parser(TypesAndAttrs):
             raise self.error(f"expected an operation, found {self.desc(tok)}", tok)
         name = _unescape(tok.text) if tok.kind == "str" else \
             {"call": "func.call", "return": "func.return"}.get(tok.text, tok.text)
+        if not name.strip():
+            raise self.error("expected an operation, found an empty operation name", tok)
         if name not in SUPPORTED:
             raise UnsupportedOpError(name, line=tok.line, file=self.file,
                                      detail="no HLO equivalent that hlotune lowers")

@@ -409,6 +409,10 @@ BAD = {  # name: (text, line, column, words in the message); @main's body starts
                       3, 53, ("unexpected character ';'",)),
     "undefined value": (module(ADD).replace("%arg0, %arg0", "%arg0, %nope"), 3, 31, ("undefined value %nope",)),
     "unclosed region": (module(ADD)[:-4], 5, 3, ("missing '}'",)),
+    # a generic op whose quoted name is empty (found by the new-ops fuzz): a parse error, not an op ''
+    "empty op name": (module(ADD).replace("stablehlo.add %arg0, %arg0 : tensor<4xf32>",
+                                          '"" (%arg0, %arg0) : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>'),
+                      3, 10, ("empty operation name",)),
     "missing type": (module(ADD).replace(" : tensor<4xf32>\n    return", "\n    return"), 4, 5,
                      ("expected ':'",)),
     "dynamic shape": (module(ADD, args="%arg0: tensor<?x4xf32>"), 2, 40, ("dynamic dimensions",)),
