@@ -160,9 +160,9 @@ class BayesTuner(Tuner):
     ``n_initial_points // 2`` candidates it predicts fastest instead of the space-filling one,
     and the surrogate fits the residuals of the told costs from it, scaled by how much of the
     told costs it explains (a slope in [0, 1], fitted) plus an offset (it predicts times
-    relative to an unknown default), so it is the surrogate's mean function. On the replayed
-    spaces of bench/tuner_efficiency.py the analytic start took the trials to within 5% of the
-    best from 29 / 20.5 / 25 to 7.5 / 7.5 / 8.5 (dot, conv, attention; medians of 8 samples).
+    relative to an unknown default), so it is the surrogate's mean function. Its effect on the
+    trials to within 5% of the best is measured by bench/tuner_efficiency.py
+    (results/tuner_efficiency.md).
     """
 
     #: at most this many failed configs (the latest) train the failure model

@@ -122,23 +122,33 @@ def test_the_prior_is_trusted_as_far_as_the_told_costs_follow_it():
     assert BayesTuner._scale(p[:3], 7.0 - p[:3]) == 1.0
 
 
-def test_a_wrong_estimate_does_not_stop_bayes_from_finding_the_best():
-    """Replayed costs that run against the estimate (the slowest predicted is fastest): the
-    calibrated mean function stops trusting it and the search still reaches the best config
-    within 48 trials on a catalog of 200."""
-    task = _dot_task()
-    rng = np.random.default_rng(1)
+@pytest.mark.parametrize("march", ["x86-64-v3", "x86-64-v4"])
+def test_a_wrong_estimate_does_not_stop_bayes_from_finding_the_best(march):
+    """Replayed costs that run against the estimate (the slowest predicted is fastest), for an
+    AVX2 and an AVX-512 target (the estimate depends on the machine, not the host's): the
+    calibrated mean function stops trusting it and the search reaches the best config within
+    48 trials on a catalog of 200, on at least 3 of 4 catalogs and within 1.5x on the other
+    (trusting the estimate, it ends 2-9x off on every catalog)."""
+    from dataclasses import replace
+
+    from hlotune.runtime.cpu import DEFAULT_FLAGS, CCompiler
+    flags = tuple(f"-march={march}" if f.startswith("-march=") else f for f in DEFAULT_FLAGS)
+    target = replace(get_target("cpu"), compiler=CCompiler(flags=flags))
+    (task,) = extract_tasks([dot(96, 128, 64)], None, target)
     configs = list(task.space.all_configs())
-    catalog = [configs[int(i)] for i in rng.choice(len(configs), 200, replace=False)]
-    cost = {json_key(c): -task.space.estimate(c) + 0.05 * float(rng.normal()) for c in catalog}
-    best = min(cost.values())
-    t = get_tuner("bayes", task.space, 0, allowed=catalog)
-    seen = []
-    while len(seen) < 48:
-        cs = t.ask(4)
-        t.tell(cs, [cost[json_key(c)] for c in cs])
-        seen += [cost[json_key(c)] for c in cs]
-    assert min(seen) <= best + math.log(1.05), (min(seen), best)
+    ratios = []
+    for seed in range(1, 5):
+        rng = np.random.default_rng(seed)
+        catalog = [configs[int(i)] for i in rng.choice(len(configs), 200, replace=False)]
+        cost = {json_key(c): -task.space.estimate(c) + 0.05 * float(rng.normal()) for c in catalog}
+        t = get_tuner("bayes", task.space, 0, allowed=catalog)
+        seen = []
+        while len(seen) < 48:
+            cs = t.ask(4)
+            t.tell(cs, [cost[json_key(c)] for c in cs])
+            seen += [cost[json_key(c)] for c in cs]
+        ratios.append(math.exp(min(seen) - min(cost.values())))
+    assert sum(r <= 1.05 for r in ratios) >= 3 and max(ratios) < 1.5, ratios
 
 
 def json_key(c: dict) -> str:

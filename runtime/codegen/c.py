@@ -313,9 +313,9 @@ class CRenderer(CStyleRenderer):
         (rows 8-15 of every 16 wrong, tests/test_select_loads.py); a blend of two plain loads
         is also the cheaper form."""
         d = e.dtype
-        safe = all(self.in_bounds(x) for x in walk([e.src[1], e.src[2]]) if x.op is Op.LOAD)
         by_call = self.converts_by_call and not d.is_complex and not d.is_sub_byte and d.format is None
-        if not (safe and (by_call or (d in (dt.float32, dt.float64) and all(_plain(x) for x in e.src[1:])))):
+        wanted = by_call or (d in (dt.float32, dt.float64) and all(_plain(x) for x in e.src[1:]))
+        if not (wanted and all(self.in_bounds(x) for x in walk([e.src[1], e.src[2]]) if x.op is Op.LOAD)):
             self.branches += self.simd_depth > 0
             return super().select(e)
         c, a, b = (self.expr(x) for x in e.src)

@@ -280,10 +280,11 @@ class GemmFeatures:
         balances onto, at the micro-kernel's rate. The rate is bound by the multiply-add chains
         (``LATENCY_CHAINS`` independent accumulators keep the FMA units busy), by loads
         (``mr`` broadcasts and ``nv`` B vectors per ``mr x nv`` multiply-adds), by spilled
-        accumulators, and by a B micro-panel larger than L1. Knobs it cannot judge (packing,
-        order, unrolling) it leaves to the tuner's measurements; edges whose loops are guarded
-        (cache blocks overhanging the output) cost a rough factor, more where the operand read
-        there is not a zero-padded pack."""
+        accumulators, and by a B micro-panel larger than L1. Packing is priced only where it
+        changes the inner loop: edges whose loops are guarded (cache blocks overhanging the
+        output) cost a rough factor, more where the operand read there is not a zero-padded
+        pack, and a strided B left unpacked is gathered. Knobs it cannot judge (order,
+        unrolling, packing's own cost) it leaves to the tuner's measurements."""
         _, _, xe, ye, balance, _, _ = self(c)
         nv = -(-c["nr"] // self.lanes)
         acc = c["mr"] * nv
