@@ -11,9 +11,10 @@ kind included). Features (``Encoder``):
   0/1; a category as its rank among the values seen; a knob the config lacks as -1;
 - for a config of the gemm template (dots, convolutions), what it means on the workload
   (``schedules.templates.gemm.GemmFeatures``: register use, edge waste, thread balance,
-  intensity, the B panel against L1), the features the bayes tuner's own surrogate sees, with
-  the vector width, registers and L1 of the machine the model serves (rows recorded on another
-  machine of the kind are read as if on this one).
+  intensity, the B panel against L1), the features the bayes tuner's own surrogate sees, and
+  the template's analytic estimate of its time (``GemmFeatures.estimate``), with the vector
+  width, registers and L1 of the machine the model serves (rows recorded on another machine of
+  the kind are read as if on this one).
 The label is log(median / the same workload's default median on the same target): the model
 predicts a config's time relative to the workload's default schedule, which is what transfers
 between shapes of a family. Extra trees (scikit-learn): they fit a few thousand rows in tens of
@@ -109,10 +110,10 @@ class Encoder:
         return out
 
 
-#: the knobs GemmFeatures reads
-GEMM_KNOBS = ("mr", "nr", "mb", "nb", "order", "parallel")
-#: how many numbers GemmFeatures gives
-N_GEMM = 7
+#: the knobs GemmFeatures and its estimate read
+GEMM_KNOBS = ("mr", "nr", "mb", "nb", "order", "parallel", "pack_a", "pack_b")
+#: how many numbers GemmFeatures gives, and its analytic estimate after them
+N_GEMM = 8
 
 
 def gemm_features(w: dict, provenance: dict, hw: Hardware | None, c: dict) -> list[float]:
@@ -128,7 +129,8 @@ def gemm_features(w: dict, provenance: dict, hw: Hardware | None, c: dict) -> li
     f = GemmFeatures(int(out[-2]) if len(out) >= 2 else 1, int(out[-1]), tuple(int(v) for v in out[:-2]),
                      max(hw.lanes(item), 1), hw.vector_regs, int(provenance.get("threads") or 1), max(red), item, hw.l1d)
     try:
-        return [float(v) for v in f(c)]
+        # the estimate is log(time) over the ideal's, 1 / threads of the work at the full rate
+        return [float(v) for v in f(c)] + [f.estimate(c) + math.log(f.threads)]
     except (TypeError, ValueError, ZeroDivisionError):   # a recorded config outside the knobs' domains
         return [-1.0] * N_GEMM
 

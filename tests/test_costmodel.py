@@ -317,8 +317,8 @@ def test_the_default_is_a_point_of_the_space_and_the_tuner_starts_from_it(tmp_pa
 
 def test_gemm_features_from_a_database_row_match_the_templates_own():
     """The cost model reads what a gemm config means from the workload's database row alone; it
-    equals what the template derives from the stage (the bayes surrogate's features). Configs of
-    another template get -1s."""
+    equals what the template derives from the stage (the bayes surrogate's features) and its
+    analytic estimate (over the ideal's, 1 / threads). Configs of another template get -1s."""
     import random as _random
 
     from hlotune.autotune.task import extract_tasks
@@ -330,7 +330,7 @@ def test_gemm_features_from_a_database_row_match_the_templates_own():
     configs = list(dot.space.all_configs()) if dot.space.size < 500 else \
         [{k.name: _random.Random(i).choice(k.values) for k in dot.space.knobs} for i in range(200)]
     for c in configs[:200]:
-        want = [float(v) for v in dot.space.derived(c)]
+        want = [float(v) for v in dot.space.derived(c)] + [dot.space.estimate(c) + math.log(dot.hardware.threads)]
         assert costmodel.gemm_features(row, cpu.provenance, dot.hardware, c) == pytest.approx(want)
     assert costmodel.gemm_features(row, cpu.provenance, dot.hardware, {"split_k": 4}) == [-1.0] * costmodel.N_GEMM
     assert costmodel.gemm_features(row, cpu.provenance, None, configs[0]) == [-1.0] * costmodel.N_GEMM
