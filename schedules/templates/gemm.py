@@ -51,6 +51,13 @@ NBLOCKS = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
 #: independent accumulator vectors that keep a core's multiply-add units busy (about two units
 #: of four cycles' latency on current x86 and Arm cores): fewer leave the micro-kernel latency-bound
 LATENCY_CHAINS = 8
+#: bytes a core copies into a pack in the time of one vector multiply-add (the estimate's price of
+#: packing): a plain copy ran at about 7 per cycle on an AMD Zen 4 core, packs that transpose or
+#: gather go slower; replayed against measured dot spaces, 4 ranked configs best
+COPY_BYTES = 4
+#: how much a broadcast or load slows the micro-kernel, per multiply-add it feeds: loads share the
+#: core's issue slots with the multiply-adds even below the load ports' limit
+LOAD_SHARE = 0.5
 
 
 def _flag(v) -> bool:
@@ -280,15 +287,19 @@ class GemmFeatures:
         balances onto, at the micro-kernel's rate. The rate is bound by the multiply-add chains
         (``LATENCY_CHAINS`` independent accumulators keep the FMA units busy), by loads
         (``mr`` broadcasts and ``nv`` B vectors per ``mr x nv`` multiply-adds), by spilled
-        accumulators, and by a B micro-panel larger than L1. Packing is priced only where it
-        changes the inner loop: edges whose loops are guarded (cache blocks overhanging the
-        output) cost a rough factor, more where the operand read there is not a zero-padded
-        pack, and a strided B left unpacked is gathered. Knobs it cannot judge (order,
-        unrolling, packing's own cost) it leaves to the tuner's measurements."""
+        accumulators, by a B micro-panel larger than L1, and softly by the loads themselves
+        (``LOAD_SHARE``). Packs cost their copy (``COPY_BYTES``) over the multiply-adds each
+        packed element feeds: a B pack made per column block serves every row (order ``nm``) or
+        a row block's (``mn``), an A pack a column block's columns (``nm``) or every column
+        (``mn``); so the weight's pack weighs on a dot of few rows. Edges whose loops are
+        guarded (cache blocks overhanging the output) cost a rough factor, more where the
+        operand read there is not a zero-padded pack, and a strided B left unpacked is
+        gathered. Knobs it cannot judge (unrolling, cache effects beyond the B micro-panel) it
+        leaves to the tuner's measurements."""
         _, _, xe, ye, balance, _, _ = self(c)
         nv = -(-c["nr"] // self.lanes)
         acc = c["mr"] * nv
-        rate = min(1.0, acc / LATENCY_CHAINS, acc / (c["mr"] + nv))
+        rate = min(1.0, acc / LATENCY_CHAINS, acc / (c["mr"] + nv)) / (1.0 + LOAD_SHARE * (c["mr"] + nv) / acc)
         spill = 1.0 + 2.0 * min(max(acc / _accumulator_budget(self.regs) - 1.0, 0.0), 1.0)
         panel = (c.get("kc") or self.k) * c["nr"] * self.item
         l1 = 1.0 + 0.25 * min(max(math.log2(panel / (self.l1 / 2)), 0.0), 2.0)
@@ -299,7 +310,16 @@ class GemmFeatures:
             # B's vectors gathered element by element, or guarded at the edge
             edges *= max(self.lanes / 2 if self.strided_b else 1.0,
                          2.0 if _overhangs(self.y, c["nr"], c["nb"]) else 1.0)
-        return math.log(spill * l1 * edges / (xe * ye * max(balance * self.threads, 1.0) * rate))
+        packs = 1.0
+        copy = self.item * self.lanes / COPY_BYTES     # multiply-adds' time per packed element
+        xo, yo = -(-self.x // c["mr"]), -(-self.y // c["nr"])
+        if c["pack_b"]:
+            rows = self.x if c["order"] == "nm" else min(self.x, _blocks(xo, c["mb"]) * c["mr"])
+            packs += copy / max(rows, 1)
+        if c["pack_a"] and self.x > 1:
+            cols = self.y if c["order"] == "mn" else min(self.y, _blocks(yo, c["nb"]) * c["nr"])
+            packs += copy / max(cols, 1)
+        return math.log(spill * l1 * edges * packs / (xe * ye * max(balance * self.threads, 1.0) * rate))
 
 
 class Gemm(Template):
