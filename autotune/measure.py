@@ -135,14 +135,19 @@ LEAST, SPREAD, SLOWER = 3, 0.02, 1.5
 
 class Measurer:
     """Builds and measures configs of one task. Inputs and reference outputs are computed
-    once (numpy reference evaluator) and handed to the worker as .npy files. ``worker``: a
+    once (numpy reference evaluator) and handed to the worker as .npy files; ``cold_bytes``:
+    see the attribute. ``worker``: a
     measurement process shared with other measurers (a tuning run's tasks share one, so only
     the first pays for its start and warm-up); by default the measurer starts its own."""
 
     def __init__(self, task: Task, repeat: int = 5, min_repeat_ms: float = 20.0, timeout: float = 20.0,
                  build_workers: int | None = None, seed: int = 0, compile_timeout: float = 60.0,
-                 adaptive: bool = True, worker: Worker | None = None):
+                 adaptive: bool = True, worker: Worker | None = None, cold_bytes: int = 0):
         self.task = task
+        #: calls take turns over copies of the arguments spanning this many bytes, so each finds
+        #: its inputs out of the caches (0: every call on the same, cached, arguments); backends
+        #: without ``cold_inputs`` ignore it
+        self.cold_bytes = cold_bytes if backend(task.target.kind).cold_inputs else 0
         self.repeat = repeat
         self.adaptive = adaptive
         self.min_repeat_ms = min_repeat_ms
@@ -218,7 +223,7 @@ class Measurer:
         common = {"backend": kind, "backend_import": where, "inputs": self.inputs, "expected": self.expected, "out": self.out_specs,
                   "rtol": self.rtol, "atol": self.atol, "repeat": self.repeat, "min_repeat_ms": self.min_repeat_ms,
                   "cutoff_s": SCREEN * self.best if screen and self.best else None,
-                  "stop": self._stop() if screen else None}
+                  "stop": self._stop() if screen else None, "cold_bytes": self.cold_bytes}
         for req in b_.worker_plan(b.fields):
             if req["op"] == "build":
                 rep = self.worker.request({"backend": kind, "backend_import": where, **req}, self.compile_timeout)

@@ -8,8 +8,10 @@ the target's ``backend`` (runtime/backends) and an ``op``:
   ``compile_error``.
 - ``run``: the backend's fields (e.g. the cpu's ``so``) and ``"inputs": [npy], "expected":
   [npy], "out": [[shape, dtype]], "rtol", "atol", "repeat", "min_repeat_ms", "number"``, and
-  optionally ``"cutoff_s"`` (a checked call this slow is its only timing) and ``"stop"`` (the
-  fields of a ``runtime.timing.Stop``: repeats may end early); the
+  optionally ``"cutoff_s"`` (a checked call this slow is its only timing), ``"stop"`` (the
+  fields of a ``runtime.timing.Stop``: repeats may end early) and ``"cold_bytes"`` (calls take
+  turns over copies of the arguments spanning that many bytes, for backends with
+  ``cold_inputs``: each finds its inputs out of the caches); the
   backend's runner computes the outputs, they are checked, then timed. Reply ``{"ok": true,
   "times": [...], "number": n}`` or ``{"ok": false, "failure": "wrong_answer"|"runtime_error",
   "message": ...}``.
@@ -67,6 +69,25 @@ def _check(outs, req, cache) -> dict | None:
     return None
 
 
+#: at most this many argument sets rotate through a cold measurement
+MAX_COLD_SETS = 64
+
+
+def _cold_sets(ins, outs, req: dict, cache: dict) -> list:
+    """Copies of the arguments (``(ins, outs)`` pairs) that, with the originals, span at least
+    ``cold_bytes``: calls that take them in turn find their inputs in memory, not in the caches
+    (as a kernel of a program whose data outgrow the caches finds its weights). Kept while the
+    task's inputs are (its candidates share them)."""
+    key = f"cold:{int(req['cold_bytes'])}:" + "|".join(req["inputs"])
+    if key not in cache:
+        for k in [k for k in cache if k.startswith("cold:")]:
+            del cache[k]
+        size = max(sum(a.nbytes for a in ins) + sum(o.nbytes for o in outs), 1)
+        n = min(-(-int(req["cold_bytes"]) // size) - 1, MAX_COLD_SETS - 1)
+        cache[key] = [([a.copy() for a in ins], [np.zeros_like(o) for o in outs]) for _ in range(max(n, 0))]
+    return cache[key]
+
+
 #: the first candidate a worker times runs this long untimed first: measured on the CPU OpenCL
 #: device, a fresh process's first ~150 ms ran the same kernel up to 1.9x slower
 FIRST_WARMUP_MS = 250.0
@@ -111,7 +132,9 @@ def handle(req: dict, cache: dict) -> dict:
     if req.get("cutoff_s") and first > req["cutoff_s"]:     # slow already: this call ranks it
         return {"ok": True, "times": [first], "number": 1, "screened": True}
     stop = Stop(**req["stop"]) if req.get("stop") else None
-    r = runner.time(req["repeat"], req["min_repeat_ms"], req.get("number"), _warmup_ms(cache), stop=stop)
+    cold = _cold_sets(ins, outs, req, cache) if req.get("cold_bytes") else None
+    r = runner.time(req["repeat"], req["min_repeat_ms"], req.get("number"), _warmup_ms(cache), stop=stop,
+                    **({"cold": cold} if cold else {}))
     return {"ok": True, "times": [max(t, MIN_TIME) for t in r.times], "number": r.number}
 
 

@@ -393,8 +393,8 @@ def parse_duration(value) -> float:
 
 def check_tune_args(trials=64, tuner="bayes", seed=0, **options) -> None:
     """Raise ConfigError naming the argument unless ``trials`` (and ``batch``, ``repeat``) is a
-    positive int, ``tuner`` is registered, ``seed`` is in [0, 2^32) and ``timeout``,
-    ``min_repeat_ms`` are positive finite numbers."""
+    positive int, ``tuner`` is registered, ``seed`` is in [0, 2^32), ``timeout``,
+    ``min_repeat_ms`` are positive finite numbers and ``cold`` is True, False or "auto"."""
     import math
 
     from .autotune.tuners import TUNERS
@@ -410,6 +410,9 @@ def check_tune_args(trials=64, tuner="bayes", seed=0, **options) -> None:
         raise ConfigError(f"unknown tuner {tuner!r}; expected one of {sorted(TUNERS)}", "tuner")
     if not is_int(seed) or not 0 <= seed < 2**32:
         raise ConfigError(f"seed must be an integer in [0, 2^32), got {seed!r}", "seed")
+    cold = options.get("cold", "auto")
+    if not (isinstance(cold, bool) or cold == "auto"):
+        raise ConfigError(f"cold must be True, False or 'auto', got {cold!r}", "cold")
     for name in ("timeout", "min_repeat_ms"):
         v = options.get(name, 1.0)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:

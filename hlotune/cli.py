@@ -204,7 +204,8 @@ def cmd_tune(args) -> int:
     res = tune(m, target=args.target, trials=args.trials, db=args.db, tuner=args.tuner, seed=args.seed,
                progress=not args.quiet, batch=args.batch, timeout=args.timeout, tuner_options=opts,
                dask=args.dask, security=args.dask_security, remeasure=args.remeasure, threads=args.threads,
-               budget=budget, cost_model=not args.no_cost_model, adaptive=not args.full_repeats)
+               budget=budget, cost_model=not args.no_cost_model, adaptive=not args.full_repeats,
+               cold={"auto": "auto", "cold": True, "hot": False}[args.caches])
     wall = time.perf_counter() - t0
     plans = [r for r in res if r.task.family == "fusion"]
     kernels = len(res) - len(plans)
@@ -377,6 +378,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "across the database")
     t.add_argument("--full-repeats", action="store_true", help="time every candidate with all its repeats "
                    "(default: they end once three agree within 2%%, or once the candidate is 1.5x the best)")
+    t.add_argument("--caches", choices=["auto", "cold", "hot"], default="auto", help="time each call with its "
+                   "inputs out of the caches (cold: copies of them in turn, twice the last-level cache), as a "
+                   "program whose data outgrow the caches runs its kernels, or on the same cached inputs (hot); "
+                   "auto (default): cold when the module's inputs fill half of the last-level cache")
     t.add_argument("--db", default="tuning.db", help="SQLite tuning database, made in an existing folder "
                    "when missing (default tuning.db)")
     t.add_argument("--tuner", default="bayes", help="bayes (default), random or grid")

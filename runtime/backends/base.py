@@ -13,9 +13,12 @@ class Runner:
     def run(self, ins, outs) -> None:
         raise NotImplementedError
 
-    def time(self, repeat: int, min_repeat_ms: float, number: int | None, warmup_ms: float, stop=None):
+    def time(self, repeat: int, min_repeat_ms: float, number: int | None, warmup_ms: float, stop=None,
+             cold=None):
         """A ``runtime.timing.TimingResult`` of the last ``run``'s arguments (``stop``: a
-        ``runtime.timing.Stop`` that may end the repeats early)."""
+        ``runtime.timing.Stop`` that may end the repeats early). ``cold``: more argument sets
+        (``(ins, outs)`` pairs, for backends with ``cold_inputs``) that the calls take in turn
+        with the last ``run``'s, so that each call finds its inputs out of the caches."""
         raise NotImplementedError
 
 
@@ -33,6 +36,9 @@ class Backend:
     #: whether a compiled program's calls pick their thread count from measured calls
     #: (runtime/threads.py: OpenMP host threads)
     governs_threads = False
+    #: whether its runners time calls on rotating argument sets (``Runner.time``'s ``cold``):
+    #: host memory that the caches hold between calls unless the calls take turns
+    cold_inputs = False
 
     def target(self, spec: str, threads: int | None = None):
         raise NotImplementedError
