@@ -382,6 +382,8 @@ class _Run:
             if n < 1 or time.perf_counter() >= deadline:
                 del alive[key]
                 continue
+            log.debug("budget: %d trials to %s (gradient %.3g us/s, %.1f s left)", n, key[:12],
+                      sched.gradient(key) * 1e6, deadline - time.perf_counter())
             t0 = time.perf_counter()
             spent = _tune_task(self, alive[key], n)
             dt = time.perf_counter() - t0
