@@ -100,3 +100,25 @@ def test_a_cold_tuning_run_records_checked_trials(tmp_path, monkeypatch):
     with pytest.raises(ConfigError) as e:
         hlotune.tune(Path(__file__).parent / "data" / "hlo" / "mlp_block.hlo", trials=2, db=str(tmp_path / "x.db"), cold="sometimes")
     assert e.value.knob == "cold"
+
+
+def test_the_cli_takes_caches_and_refuses_other_values(tmp_path, capsys, monkeypatch):
+    """``hlotune tune --caches cold`` tunes with cold measurements; another value is refused
+    by name with exit 2 and no database made."""
+    from hlotune.cli import main
+    seen = []
+    real = Measurer.__init__
+
+    def spy(self, task, **kw):
+        seen.append(kw.get("cold_bytes"))
+        real(self, task, **kw)
+    monkeypatch.setattr(Measurer, "__init__", spy)
+    hlo = str(Path(__file__).parent / "data" / "hlo" / "bias_relu.hlo")
+    db = tmp_path / "t.db"
+    assert main(["tune", hlo, "--trials", "2", "--db", str(db), "--caches", "cold", "--quiet"]) == 0
+    llc = CPU.hardware.l3 or CPU.hardware.l2
+    assert seen and set(seen) == {2 * llc} and Database(db).workloads()
+    bad = tmp_path / "u.db"
+    with pytest.raises(SystemExit) as e:
+        main(["tune", hlo, "--trials", "2", "--db", str(bad), "--caches", "warm"])
+    assert e.value.code == 2 and "--caches" in capsys.readouterr().err and not bad.exists()
