@@ -71,6 +71,50 @@ def cache_dir() -> Path:
     return checked_cache_dir("cpu")
 
 
+#: the system headers generated kernels include, precompiled once per compiler and flags (gcc):
+#: parsing them was 60% of compiling a dot kernel (0.27 of 0.43 s); with the precompiled header
+#: the compile took 0.15-0.23 s against 0.44-0.55 s, the code the same instruction for instruction
+PRELUDE = ("#include <stdint.h>\n#include <stdbool.h>\n#include <string.h>\n#include <stdlib.h>\n"
+           "#include <math.h>\n#include <time.h>\n#if defined(__x86_64__) || defined(__i386__)\n"
+           "#include <immintrin.h>\n#endif\n")
+#: flags that only link, left out of the precompiled header's compile
+_LINK_ONLY = ("-shared",)
+
+
+@cache
+def prelude_header(cc: str, flags: tuple[str, ...]) -> Path | None:
+    """``hl_prelude.h`` (``PRELUDE``) beside its precompiled ``.gch`` for gcc with ``flags``,
+    built on first use in the private cache; None for other compilers or when the build fails
+    (kernels then compile without it). gcc checks that a ``.gch`` matches the compile's options
+    and reads the header's text where it does not."""
+    version = compiler_version(cc)
+    if "gcc" not in version.lower():
+        return None
+    key = hashlib.sha256("\0".join([PRELUDE, *flags, version]).encode()).hexdigest()[:24]
+    folder = cache_dir() / f"pch_{key}"
+    head, gch = folder / "hl_prelude.h", folder / "hl_prelude.h.gch"
+    if os.path.lexists(gch) and unsafe_file(gch) is None and os.path.lexists(head) and unsafe_file(head) is None:
+        return head
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        with scratch_dir("pch") as tmp:
+            h = Path(tmp) / "hl_prelude.h"
+            h.write_text(PRELUDE)
+            cmd = [cc, *(f for f in flags if f not in _LINK_ONLY), "-x", "c-header", str(h), "-o", f"{h}.gch"]
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+            if r.returncode != 0:
+                log.debug("precompiled header not built (%s): %s", shlex.join(cmd), r.stderr[-2000:])
+                return None
+            os.chmod(h, 0o644)
+            os.chmod(f"{h}.gch", 0o644)
+            install(h, head)
+            install(Path(f"{h}.gch"), gch)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        log.debug("precompiled header not built: %s", e)
+        return None
+    return head
+
+
 def compile_c(source: str, compiler: CCompiler | None = None, timeout: float = 300) -> Path:
     """Compile ``source`` to a shared library; returns its path (from the cache when present and
     private to this user; a cached file others could have written is rebuilt)."""
@@ -86,7 +130,9 @@ def compile_c(source: str, compiler: CCompiler | None = None, timeout: float = 3
         src = Path(tmp) / "kernel.c"
         src.write_text(source)
         tmp_so = Path(tmp) / "kernel.so"
-        cmd = [compiler.cc, *compiler.flags, str(src), "-o", str(tmp_so), "-lm"]
+        pre = prelude_header(compiler.cc, tuple(compiler.flags))
+        cmd = [compiler.cc, *compiler.flags, *(("-include", str(pre)) if pre else ()), str(src), "-o", str(tmp_so),
+               "-lm"]
         log.debug("compiling: %s", shlex.join(cmd))
         # own process group, so a timeout also ends the compiler's children (cc1, as)
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

@@ -614,3 +614,31 @@ def test_a_cache_folder_you_cannot_write_falls_back_to_a_private_one(tmp_path, m
     d = cachedir.cache_dir("ro_kind")
     assert not str(d).startswith(str(root)) and d.is_dir()
     assert "not writable" in caplog.text
+
+
+def test_kernels_compile_with_a_precompiled_prelude_that_gcc_accepts(tmp_path, monkeypatch):
+    """gcc: the system headers are precompiled once per flags in the private cache, and gcc
+    takes the .gch (``-H`` marks a used one with '!'; a .gch built with other options would be
+    passed over silently, losing the time it saves). Another compiler gets none."""
+    from hlotune.runtime import cpu
+    c = cpu.CCompiler()
+    if "gcc" not in cpu.compiler_version(c.cc).lower():
+        pytest.skip(f"{c.cc} is not gcc")
+    monkeypatch.setenv("HLOTUNE_CACHE", str(tmp_path / "cache"))
+    cpu.prelude_header.cache_clear()
+    head = cpu.prelude_header(c.cc, tuple(c.flags))
+    assert head is not None and head.read_text() == cpu.PRELUDE and tmp_path in head.parents
+    gch = Path(f"{head}.gch")
+    assert gch.stat().st_size > 0 and gch.stat().st_mode & 0o022 == 0
+    src = tmp_path / "k.c"
+    src.write_text("#include <math.h>\nint hl_x(float* a) { a[0] = sqrtf(a[0]); return 0; }\n")
+    r = subprocess.run([c.cc, *c.flags, "-H", "-include", str(head), str(src), "-o", str(tmp_path / "k.so"), "-lm"],
+                       capture_output=True, text=True, check=True)
+    assert any(line.startswith("!") and line.endswith(".gch") for line in r.stderr.splitlines()), r.stderr[:500]
+    so = cpu.compile_c("int hl_entry(void** a) { return 0; }\ndouble hl_bench(void** a, long n) { return 0; }\n", c)
+    assert so.exists()
+    fake = tmp_path / "clang"
+    fake.write_text("#!/bin/sh\necho 'clang version 17.0.0'\n")
+    fake.chmod(0o755)
+    assert cpu.prelude_header(str(fake), tuple(c.flags)) is None
+    cpu.prelude_header.cache_clear()
