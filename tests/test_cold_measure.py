@@ -30,6 +30,18 @@ def _request(m: Measurer, so: str, cold: int) -> dict:
             "cold_bytes": cold}
 
 
+def _cold_bytes_given(monkeypatch) -> list:
+    """The ``cold_bytes`` each Measurer made from now on is given, in order."""
+    given = []
+    real = Measurer.__init__
+
+    def spy(self, task, **kw):
+        given.append(kw.get("cold_bytes"))
+        real(self, task, **kw)
+    monkeypatch.setattr(Measurer, "__init__", spy)
+    return given
+
+
 def test_every_argument_set_is_called_and_the_sets_span_the_bytes():
     """A matmul (48x32 @ 32x40, then tanh) timed cold over 64 KiB: the worker makes copies
     whose bytes with the originals' reach 64 KiB; after timing, every copy's output holds the
@@ -83,13 +95,7 @@ def test_auto_goes_cold_when_the_inputs_fill_half_of_the_last_level_cache():
 def test_a_cold_tuning_run_records_checked_trials(tmp_path, monkeypatch):
     """tune_graph with cold=True hands every measurer the cold bytes and its trials are timed
     and recorded as any; the API refuses a bad value before anything runs."""
-    made = []
-    real = Measurer.__init__
-
-    def spy(self, task, **kw):
-        made.append(kw.get("cold_bytes"))
-        real(self, task, **kw)
-    monkeypatch.setattr(Measurer, "__init__", spy)
+    made = _cold_bytes_given(monkeypatch)
     outs, ins = matmul_tanh()
     db = Database(tmp_path / "c.db")
     res = tune_graph(outs, ins, CPU, 4, db, "random", seed=0, batch=2, repeat=2, min_repeat_ms=1.0,
@@ -106,13 +112,7 @@ def test_the_cli_takes_caches_and_refuses_other_values(tmp_path, capsys, monkeyp
     """``hlotune tune --caches cold`` tunes with cold measurements; another value is refused
     by name with exit 2 and no database made."""
     from hlotune.cli import main
-    seen = []
-    real = Measurer.__init__
-
-    def spy(self, task, **kw):
-        seen.append(kw.get("cold_bytes"))
-        real(self, task, **kw)
-    monkeypatch.setattr(Measurer, "__init__", spy)
+    seen = _cold_bytes_given(monkeypatch)
     hlo = str(Path(__file__).parent / "data" / "hlo" / "bias_relu.hlo")
     db = tmp_path / "t.db"
     assert main(["tune", hlo, "--trials", "2", "--db", str(db), "--caches", "cold", "--quiet"]) == 0
