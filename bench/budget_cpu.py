@@ -13,8 +13,8 @@ the budget's result over the fixed-trial result's time (<= 1.05 meets "within 5%
 slower"), the wall time and trials each run took.
 
 Run: ``python -m bench.budget_cpu [--layers NAME ...] [--programs NAME ...] [--layer-budget 60]
-[--program-budget 300] [--repeats 7]`` (needs the ``bench`` extra). Writes
-results/budget_cpu.{csv,md}.
+[--program-budget 300] [--repeats 7] [--name NAME]`` (needs the ``bench`` extra). Writes
+results/NAME.{csv,md} (default budget_cpu).
 """
 
 from __future__ import annotations
@@ -78,6 +78,7 @@ def main(argv=None):
     ap.add_argument("--layer-trials", type=int, default=256)
     ap.add_argument("--trials-per-task", type=int, default=32)
     ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--name", default="budget_cpu", help="results/NAME.{csv,md} (default: budget_cpu)")
     args = ap.parse_args(argv)
     env = environment({"layer_budget_s": args.layer_budget, "program_budget_s": args.program_budget,
                        "layer_trials": args.layer_trials, "trials_per_task": args.trials_per_task,
@@ -119,7 +120,7 @@ def main(argv=None):
              f"slower within {args.program_budget:g} s than with {args.trials_per_task} trials per task (<= 1.0). "
              "Wall times include building and measuring every candidate and compiling the plans. Every answer "
              "matched jax.jit's (floats within 2e-3 of the output's largest magnitude) before timing.")
-    write_results("budget_cpu", rows, md, env, notes)
+    write_results(args.name, rows, md, env, notes)
     print(md)
 
 
