@@ -115,14 +115,19 @@ RETIME_SHARE = 0.05
 REFIT_GROWTH = 1.25
 
 
+def check_cold(cold) -> None:
+    """ConfigError naming ``cold`` unless it is True, False or "auto"."""
+    if not (isinstance(cold, bool) or cold == "auto"):
+        raise ConfigError(f"cold must be True, False or 'auto', got {cold!r}", "cold")
+
+
 def cold_bytes(inputs, target: Target, cold: bool | str) -> int:
     """``Measurer.cold_bytes`` for a graph with ``inputs`` (placeholder tensors): twice the
     target's last-level cache when ``cold`` is True, or "auto" and the inputs' bytes together
     exceed half of that cache (the rest holds the intermediates and packs); else 0. Measured on
     a BERT-base layer (27 MiB of weights, 32 MiB of L3): its tasks timed hot summed to 10.6 ms,
     timed cold 11.6 ms, the whole layer ran in 11.7 ms."""
-    if not (isinstance(cold, bool) or cold == "auto"):
-        raise ConfigError(f"cold={cold!r}: expected True, False or 'auto'", "cold")
+    check_cold(cold)
     llc = target.hardware.l3 or target.hardware.l2
     if cold == "auto":
         cold = 2 * sum(math.prod(t.shape) * t.dtype.itemsize for t in inputs or ()) > llc
@@ -575,4 +580,4 @@ def summary_table(results: list[TaskResult], module: str | None = None, width: i
                       width) + "\n" + textwrap.fill(note, width)
 
 
-__all__ = ["TaskResult", "TuneOptions", "overhead_line", "summary_table", "tune_graph", "warm_start_configs"]
+__all__ = ["TaskResult", "TuneOptions", "check_cold", "cold_bytes", "overhead_line", "summary_table", "tune_graph", "warm_start_configs"]

@@ -397,6 +397,7 @@ def check_tune_args(trials=64, tuner="bayes", seed=0, **options) -> None:
     ``min_repeat_ms`` are positive finite numbers and ``cold`` is True, False or "auto"."""
     import math
 
+    from .autotune.tune import check_cold
     from .autotune.tuners import TUNERS
     from .dsl.errors import ConfigError
 
@@ -410,9 +411,7 @@ def check_tune_args(trials=64, tuner="bayes", seed=0, **options) -> None:
         raise ConfigError(f"unknown tuner {tuner!r}; expected one of {sorted(TUNERS)}", "tuner")
     if not is_int(seed) or not 0 <= seed < 2**32:
         raise ConfigError(f"seed must be an integer in [0, 2^32), got {seed!r}", "seed")
-    cold = options.get("cold", "auto")
-    if not (isinstance(cold, bool) or cold == "auto"):
-        raise ConfigError(f"cold must be True, False or 'auto', got {cold!r}", "cold")
+    check_cold(options.get("cold", "auto"))
     for name in ("timeout", "min_repeat_ms"):
         v = options.get(name, 1.0)
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
