@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
@@ -155,6 +155,7 @@ class Measurer:
         self.compile_timeout = compile_timeout
         self.build_workers = build_workers or os.cpu_count() or 1
         self.best: float | None = None      # the fastest median this measurer timed in full
+        self.built: dict[str, _Built] = {}   # Task.build_key -> a candidate built without failure
         _clean_stale_once(tempfile.gettempdir())
         self.dir = scratch_dir("measure")     # hlotune_measure_<pid>_*: removed by a later run if killed
         self.own_worker = worker is None      # a shared worker (one per tuning run) is closed by its owner
@@ -244,10 +245,23 @@ class Measurer:
 
     def measure(self, configs: list[dict | None], screen: bool = True) -> list[MeasureResult]:
         """Build in parallel, then run one at a time (timings are not disturbed by builds);
-        ``screen``: see ``run``."""
+        a config built before is run again as it was built (no build time); ``screen``: see
+        ``run``."""
+        keys = [self.task.build_key(c) for c in configs]
+        new = {k: c for k, c in zip(keys, configs) if k not in self.built}
         with ThreadPoolExecutor(self.build_workers) as ex:
-            built = list(ex.map(self.build, configs))
-        return [self.run(b, screen) for b in built]
+            fresh = dict(zip(new, ex.map(self.build, new.values())))
+        out, first = [], set()
+        for k in keys:
+            if k in fresh and k not in first:
+                first.add(k)
+                b = fresh[k]
+                if not b.failure:
+                    self.built[k] = b
+            else:       # built before, or a repeat within this batch
+                b = replace(self.built.get(k, fresh.get(k)), build_s=0.0)
+            out.append(self.run(b, screen))
+        return out
 
     def close(self):
         if self.own_worker:

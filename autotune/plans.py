@@ -9,14 +9,17 @@ best config the database holds for its workload (or its default schedule).
 Plans are searched greedily from the default plan, one decision flipped at a time (online-softmax
 attention first: it is offered only where a head's keys make several blocks of 256, then slice
 fusions, epilogues, inlining and one-pass statistics; a flip is kept when the segment runs at least
-``GAIN`` faster); then the default plan and the best one
-are re-timed as any task's finalists (autotune/winners.py). Plans are trials of the segment's
-workload (family ``fusion``), keyed apart from any kernel's, so they are stored, resumed,
-exported and reported like kernels' configs.
+``GAIN`` faster, once and then surely in interleaved re-timings against the plan it would
+replace). The plan the search ends with is stored as the segment's winner; the winners'
+confirmation may then re-time the default plan and the fastest ones as any task's finalists
+(autotune/winners.py). Plans are trials of the segment's workload (family ``fusion``), keyed
+apart from any kernel's, so they are stored, resumed, exported and reported like kernels'
+configs.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 
@@ -28,11 +31,15 @@ from ..schedules.templates.base import Knob, Space
 from ..schedules.templates.families import TEMPLATES, classify
 from .database import config_key
 from .task import Task, plan_key, stored_plan
+from .winners import Finalist, confirm
 
 log = logging.getLogger(__name__)
 
-#: a flipped decision is kept when the segment gets at least this much faster
+#: a flipped decision is kept when the segment gets at least this much faster, measured once
+#: and then surely (its interval wholly below the incumbent's) in ``PLAN_ROUNDS`` interleaved
+#: re-timings of both: a segment's single timings moved by 15% on a noisy machine
 GAIN = 0.03
+PLAN_ROUNDS = 2
 #: the greedy search flips the decisions that move the most memory first
 ORDER = {"online": 0, "slice": 1, "epilogue": 2, "inline": 3, "onepass": 4}    # every fusion.CHOICE_KINDS
 #: a plan's answer tolerance never passes this share of the output's magnitude (see tolerances)
@@ -55,6 +62,10 @@ class PlanTask(Task):
     @property
     def space(self) -> Space:
         return Space(tuple(Knob(c.knob, (c.default, 1 - c.default)) for c in self.choices))
+
+    def build_key(self, config: dict | None) -> str:
+        """A plan's schedule depends on its kernels' configs too."""
+        return super().build_key(config) + json.dumps(self.configs, sort_keys=True)
 
     def schedule(self, config: dict | None) -> Schedule:
         """The segment fused by plan ``config`` (None: the default plan), each kernel with its
@@ -162,15 +173,49 @@ def search_plans(run, task: PlanTask, budget: int, deadline: float | None = None
         return t.median if t is not None and t.ok else None
 
     best_plan, best = {}, timed({})
+    kept: list = []         # the re-timings that kept the last flip: [incumbent, flip] Finalists
     for c in sorted(task.choices, key=lambda c: ORDER.get(c.kind, len(ORDER))):
         if best is None or spent >= budget:
             break
         trial = {**best_plan, c.knob: 1 - best_plan.get(c.knob, c.default)}
         t = timed(trial)
-        if t is not None and t < best * (1 - GAIN):
-            best_plan, best = trial, t
-            log.info("%s: %s=%d makes the segment %.1f us", task.description, c.knob, trial[c.knob], t * 1e6)
+        if t is None or t >= best * (1 - GAIN):
+            continue
+        if deadline is not None and time.perf_counter() + 2 * last > deadline:
+            break           # no time to re-time it: the plan so far stands
+        pair = confirm(run.measurer(task), [best_plan, trial], PLAN_ROUNDS)
+        if not _surely_faster(*pair):
+            log.info("%s: %s=%d looked %.1f us, not surely faster re-timed", task.description, c.knob,
+                     trial[c.knob], t * 1e6)
+            continue
+        best_plan, best, kept = trial, pair[1].ci()[0], pair
+        log.info("%s: %s=%d makes the segment %.1f us", task.description, c.knob, trial[c.knob], best * 1e6)
+    if best is not None:
+        _store_plan(db, task, best_plan, kept, done.get(config_key({})))
     return spent
+
+
+def _surely_faster(incumbent, flip) -> bool:
+    """Whether re-timed ``flip`` (a Finalist, autotune/winners.py) is ``GAIN`` faster than
+    ``incumbent`` by their medians, and its median's interval lies wholly below the other's."""
+    if incumbent.failed or flip.failed or not incumbent.times or not flip.times:
+        return False
+    (m, _, hi), (mi, lo, _) = flip.ci(), incumbent.ci()
+    return m < mi * (1 - GAIN) and hi < lo
+
+
+def _store_plan(db, task: PlanTask, plan: dict, kept: list, default) -> None:
+    """The greedy search's plan as the segment's winner (a later confirmation may replace it):
+    its fastest measured plan, a flip kept on one noisy measurement, would stand otherwise.
+    ``kept``: the re-timings that kept ``plan`` (none: the default plan); ``default``: the
+    default plan's trial."""
+    if kept:
+        win, ref = kept[1], kept[0] if not kept[0].config else None
+    else:
+        win, ref = Finalist({}, list(default.times)), None
+    ref = ref or (Finalist({}, list(default.times)) if default is not None and default.ok else None)
+    db.set_winner(task.key, task.target.key, plan, win.ci(), ref.ci() if ref else None,
+                  [f.as_dict() for f in (kept or [win])])
 
 
 __all__ = ["GAIN", "PlanTask", "plan_key", "plan_schedule", "search_plans", "segment_plans", "stored_plan"]

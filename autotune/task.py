@@ -9,6 +9,7 @@ same key (in one module or across modules) are one task.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import math
 from dataclasses import dataclass
@@ -82,6 +83,11 @@ class Task:
                         authoritative=True)
         db.add_target(self.target.key, self.target.kind, self.target.provenance)
         db.add_space(self.key, self.target.key, self.space)
+
+    def build_key(self, config: dict | None) -> str:
+        """What ``schedule(config)`` depends on, as text: a measurer re-times a config it built
+        before (a winner's confirmation, a plan's re-timing) without building it again."""
+        return json.dumps(config or {}, sort_keys=True)
 
     def schedule(self, config: dict | None) -> Schedule:
         """The stage graph scheduled with ``config`` (None: the default schedule)."""

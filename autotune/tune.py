@@ -11,7 +11,8 @@ tuner but costs no budget, as Kernel Tuner's restrictions: ``trials`` counts mea
 With a time budget (``budget`` seconds of wall time for the whole run) the batches go where
 they pay instead: after the defaults, autotune/scheduler.py picks the task whose program-time
 gradient per second of tuning is steepest, batch by batch, until the budget's search share is
-spent; fusion plans get ``plan_share`` of it and the winners' confirmation ``CONFIRM_SHARE``.
+spent; fusion plans get up to ``plan_share`` of it (the time they leave goes back to the
+kernels) and the winners' confirmation ``CONFIRM_SHARE``.
 Neither starts a measurement that would end past the budget at the pace measured so far: the
 heaviest tasks are confirmed first, the rest keep their fastest measured configs.
 The bayes tuner's prior is a cost model trained across the whole database
@@ -223,6 +224,7 @@ class _Run:
         self.bar = None
         self.plans: list = []       # PlanTasks of the graph's segments (measured fusion plans)
         self.cold_bytes = 0         # Measurer.cold_bytes (set by tune_graph from ``opts.cold``)
+        self.sched: TaskScheduler | None = None     # a time budget's task scheduler
 
     def record(self, task: Task, r: MeasureResult) -> None:
         if r.infra:      # the cluster failed, not the candidate: left for a later run to measure
@@ -277,9 +279,14 @@ class _Run:
                 share = plan_budget // (len(self.plans) - k)
                 if share > 0:
                     t0 = time.perf_counter()
-                    plan_budget -= search_plans(self, p, share, plans_end)
+                    spent = search_plans(self, p, share, plans_end)
+                    plan_budget -= spent
+                    used += spent
                     self.results[p.key].wall += time.perf_counter() - t0
-            if plan_budget > 0 and not timed:     # what the plans left goes back to the kernels
+            # what the plans left goes back to the kernels
+            if timed and plans_end - time.perf_counter() > 0:
+                self._search_timed(plans_end, self.trials - used)
+            elif plan_budget > 0 and not timed:
                 self._search(plan_budget)
             # 4. noise-aware winners: each task's finalists and default re-timed, interleaved
             if o.confirm_rounds:
@@ -398,10 +405,12 @@ class _Run:
         measurements; a task leaves when its space runs out or its next trial would not fit in
         the time left. Returns the measurements made."""
         res = self.results
-        known = [r.default_time for r in res.values() if r.default_time]
-        fallback = float(sorted(known)[len(known) // 2]) if known else 1e-3
-        sched = TaskScheduler({t.key: (t.weight, res[t.key].default_time or fallback) for t in self.tasks},
-                              self.opts.seed)
+        if self.sched is None:       # one scheduler for the run: a second call goes on where it was
+            known = [r.default_time for r in res.values() if r.default_time]
+            fallback = float(sorted(known)[len(known) // 2]) if known else 1e-3
+            self.sched = TaskScheduler({t.key: (t.weight, res[t.key].default_time or fallback)
+                                        for t in self.tasks}, self.opts.seed)
+        sched = self.sched
         alive = {t.key: t for t in self.tasks}
         made = 0
         while alive and made < cap:
