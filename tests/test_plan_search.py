@@ -9,12 +9,13 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-import hlotune
 from hlotune.autotune.database import Database, Trial
-from hlotune.autotune.measure import MeasureResult, Measurer
+from hlotune.autotune.measure import Measurer, MeasureResult
 from hlotune.autotune.plans import search_plans, segment_plans
 from hlotune.autotune.task import stored_plan
 from hlotune.runtime.targets import get_target
+
+import hlotune
 
 DATA = Path(__file__).parent / "data" / "hlo"
 CPU = get_target("cpu")
