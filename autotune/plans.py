@@ -209,11 +209,9 @@ def _store_plan(db, task: PlanTask, plan: dict, kept: list, default) -> None:
     its fastest measured plan, a flip kept on one noisy measurement, would stand otherwise.
     ``kept``: the re-timings that kept ``plan`` (none: the default plan); ``default``: the
     default plan's trial."""
-    if kept:
-        win, ref = kept[1], kept[0] if not kept[0].config else None
-    else:
-        win, ref = Finalist({}, list(default.times)), None
-    ref = ref or (Finalist({}, list(default.times)) if default is not None and default.ok else None)
+    timed = Finalist({}, list(default.times)) if default is not None and default.ok else None
+    win = kept[1] if kept else timed
+    ref = kept[0] if kept and not kept[0].config else timed
     db.set_winner(task.key, task.target.key, plan, win.ci(), ref.ci() if ref else None,
                   [f.as_dict() for f in (kept or [win])])
 

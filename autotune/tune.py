@@ -265,15 +265,15 @@ class _Run:
                             if x.run == self.rid and x.failure != "invalid")   # an earlier run of this one
             plan_budget = max(min(want, int(o.plan_share * self.trials)) - plan_done, 0) if self.plans else 0
             plan_budget = min(plan_budget, max(self.trials - used, 0))
+            # the kernels' search and the plans end by then, leaving the confirmation its share
+            plans_end = self.start + o.budget * (1 - CONFIRM_SHARE * bool(o.confirm_rounds)) if timed else None
             if timed:
                 rest = 1.0 - (o.plan_share if self.plans else 0.0) - (CONFIRM_SHARE if o.confirm_rounds else 0.0)
                 used += self._search_timed(self.start + o.budget * rest, self.trials - used - plan_budget)
-                plan_budget = min(plan_budget, max(self.trials - used, 0),
-                                  self._fits(self.start + o.budget * (1 - CONFIRM_SHARE * bool(o.confirm_rounds))))
+                plan_budget = min(plan_budget, max(self.trials - used, 0), self._fits(plans_end))
             else:
                 self._search(max(self.trials - used - plan_budget, 0))
             # 3. fusion plans, measured end to end with the kernels' best configs
-            plans_end = self.start + o.budget * (1 - CONFIRM_SHARE * bool(o.confirm_rounds)) if timed else None
             for k, p in enumerate(self.plans):
                 self.results[p.key] = TaskResult(p)
                 share = plan_budget // (len(self.plans) - k)
@@ -284,9 +284,10 @@ class _Run:
                     used += spent
                     self.results[p.key].wall += time.perf_counter() - t0
             # what the plans left goes back to the kernels
-            if timed and plans_end - time.perf_counter() > 0:
-                self._search_timed(plans_end, self.trials - used)
-            elif plan_budget > 0 and not timed:
+            if timed:
+                if plans_end > time.perf_counter():
+                    self._search_timed(plans_end, self.trials - used)
+            elif plan_budget > 0:
                 self._search(plan_budget)
             # 4. noise-aware winners: each task's finalists and default re-timed, interleaved
             if o.confirm_rounds:
@@ -341,13 +342,9 @@ class _Run:
             if config_key({}) in prior:
                 d = prior[config_key({})]
             elif used < self.trials:
-                t0 = time.perf_counter()
-                d = self.measurer(task).measure([None])[0]
-                self.record(task, d)
-                self.results[task.key].wall += time.perf_counter() - t0
+                d = self._time_default(task)
                 timing += max(d.finished - d.started, 0.0)
                 used += 1
-                self.bar.update(1)
             else:
                 d = None
             self.results[task.key].default_time = d.median if d is not None else None
@@ -366,15 +363,20 @@ class _Run:
             res = self.results[task.key]
             if res.default_time is None or used >= self.trials:
                 continue
-            t0 = time.perf_counter()
-            d = self.measurer(task).measure([None])[0]
-            self.record(task, d)
-            res.wall += time.perf_counter() - t0
+            d = self._time_default(task)
             used += 1
-            self.bar.update(1)
             if d.median is not None:
                 res.default_time = min(res.default_time, d.median)
         return used
+
+    def _time_default(self, task: Task) -> MeasureResult:
+        """``task``'s default schedule measured, recorded and counted on its wall time."""
+        t0 = time.perf_counter()
+        d = self.measurer(task).measure([None])[0]
+        self.record(task, d)
+        self.results[task.key].wall += time.perf_counter() - t0
+        self.bar.update(1)
+        return d
 
     def _search(self, left: int) -> None:
         """2. the remaining budget shared by weight x default time; a task whose space runs out
