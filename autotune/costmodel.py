@@ -5,7 +5,9 @@ One row per successful trial of the family on targets of the same kind (other ma
 kind included). Features (``Encoder``):
 - the workload's: log2 of its arithmetic ops and bytes, of the output's last three extents, of
   the reduction's size and longest axis, and its widest element in bytes;
-- the target's: its threads;
+- the target's: its threads, and its vector width, L1 and L2 (from the provenance's hardware:
+  rows recorded on another machine of the kind are read with that machine's, so a database
+  recorded elsewhere teaches what differs there);
 - the config's, by knob name: a number as log2(1 + v) and, beside it, its log2 ratio to the
   output's last two extents (tiles against the shape they cut, so shapes transfer); a flag as
   0/1; a category as its rank among the values seen; a knob the config lacks as -1;
@@ -13,8 +15,8 @@ kind included). Features (``Encoder``):
   (``schedules.templates.gemm.GemmFeatures``: register use, edge waste, thread balance,
   intensity, the B panel against L1), the features the bayes tuner's own surrogate sees, and
   the template's analytic estimate of its time (``GemmFeatures.estimate``), with the vector
-  width, registers and L1 of the machine the model serves (rows recorded on another machine of
-  the kind are read as if on this one).
+  width, registers and L1 of the machine the row was measured on (rows whose provenance predates
+  recording the hardware are read as if on the machine the model serves).
 The label is log(median / the same workload's default median on the same target): the model
 predicts a config's time relative to the workload's default schedule, which is what transfers
 between shapes of a family. Extra trees (scikit-learn): they fit a few thousand rows in tens of
@@ -71,9 +73,24 @@ def workload_features(w: dict) -> list[float]:
             float(max((_itemsize(d) for d in w.get("dtypes") or []), default=4))]
 
 
-def target_features(provenance: dict) -> list[float]:
-    """The target's features from its provenance: its threads."""
-    return [float(provenance.get("threads") or 1)]
+def row_hardware(provenance: dict, fallback: Hardware | None) -> Hardware | None:
+    """The hardware a row was measured on (its provenance's), else ``fallback``."""
+    hw = provenance.get("hardware")
+    if isinstance(hw, dict):
+        try:
+            return Hardware.from_dict(hw)
+        except (TypeError, ValueError):
+            pass
+    return fallback
+
+
+def target_features(provenance: dict, hw: Hardware | None) -> list[float]:
+    """The target's features: its threads (provenance) and ``hw``'s vector width, L1 and L2
+    (-1s without ``hw``)."""
+    threads = [float(provenance.get("threads") or 1)]
+    if hw is None:
+        return threads + [-1.0] * 3
+    return threads + [_log2(hw.vector_bytes), _log2(hw.l1d), _log2(hw.l2)]
 
 
 @dataclass
@@ -148,9 +165,10 @@ class CostModel:
         self.encoder, self.model, self.rows, self.workloads, self.hw = encoder, model, rows, workloads, hw
 
     def features(self, w: dict, provenance: dict, configs: list[dict]) -> np.ndarray:
-        base = workload_features(w) + target_features(provenance)
+        hw = row_hardware(provenance, self.hw) if self.hw is not None else None
+        base = workload_features(w) + target_features(provenance, hw)
         ext = _extents(w)
-        return np.asarray([base + self.encoder.row(c, ext) + gemm_features(w, provenance, self.hw, c)
+        return np.asarray([base + self.encoder.row(c, ext) + gemm_features(w, provenance, hw, c)
                            for c in configs], dtype=float)
 
     def predict(self, w: dict, provenance: dict, configs: list[dict]) -> np.ndarray:

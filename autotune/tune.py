@@ -71,7 +71,8 @@ def register_task(db: Database, task: Task) -> None:
 
 def warm_start_configs(db: Database, task: Task, k: int = 4) -> list[dict]:
     """Best configs of the most similar workloads in the database (same family and target
-    kind, nearest shapes in log space) that are valid in this task's space."""
+    kind, nearest shapes in log space, this target's records before other machines') that are
+    valid in this task's space."""
     space = task.space
     own = {w["key"] for w in db.workloads() if w["key"] == task.key}
     cands = []
@@ -85,10 +86,10 @@ def warm_start_configs(db: Database, task: Task, k: int = 4) -> list[dict]:
         dist = sum(abs(math.log2(max(a, 1)) - math.log2(max(b, 1))) for a, b in zip(mine, other))
         cands.append((dist, w["key"]))
     out: list[dict] = []
+    here = task.target.key
+    targets = sorted((t for t in db.targets() if t["kind"] == task.target.kind), key=lambda t: t["key"] != here)
     for _, key in sorted(cands)[:3]:
-        for tgt in db.targets():
-            if tgt["kind"] != task.target.kind:
-                continue
+        for tgt in targets:
             for t in db.top_k(key, tgt["key"], k):
                 c = task.template.complete(t.config, space)
                 try:

@@ -1,8 +1,13 @@
 """Does the tuning database teach a new shape anything? Transfer across shapes of a family.
 
-Run: ``python -m bench.transfer_cpu [--family dot] [--train-trials 24] [--few 8] [--long 64]``.
+Run: ``python -m bench.transfer_cpu [--family dot] [--train-trials 24] [--few 8] [--long 256]
+[--save-log LOG | --train-log LOG]``.
 
-1. Ten shapes of the family are tuned into one database (``--train-trials`` each, bayes).
+1. Ten shapes of the family are tuned into one database (``--train-trials`` each, bayes), and
+   with ``--save-log`` written as a tuning log. With ``--train-log`` the database is that log
+   instead, imported: recorded on another machine, it measures transfer across machine kinds
+   (the log's target differs from this one, so its records teach through the warm start and the
+   cost model only, never as this machine's own).
 2. Five held-back shapes are each tuned three ways from the same start (their default
    measured first, then the trials):
    - ``long``: ``--long`` trials in a fresh database (the shape's own best, the yardstick);
@@ -17,7 +22,7 @@ Run: ``python -m bench.transfer_cpu [--family dot] [--train-trials 24] [--few 8]
    the shape's best.
 
 Families: ``dot`` (matmuls with a tanh epilogue), ``conv`` (3x3 NHWC convolutions). Writes
-results/transfer_cpu.csv and results/transfer_cpu.md.
+results/NAME.csv and results/NAME.md (``--name``; default transfer_cpu, transfer_cpu_conv).
 """
 
 from __future__ import annotations
@@ -94,9 +99,13 @@ def main(argv=None):
     ap.add_argument("--family", default="dot", choices=sorted(SHAPES))
     ap.add_argument("--train-trials", type=int, default=24)
     ap.add_argument("--few", type=int, default=8)
-    ap.add_argument("--long", type=int, default=64)
+    ap.add_argument("--long", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--keep", type=Path, default=None, help="a folder to keep the tuning databases in")
+    ap.add_argument("--save-log", type=Path, default=None, help="write the trained database as a tuning log")
+    ap.add_argument("--train-log", type=Path, default=None,
+                    help="a tuning log (from another machine) to use instead of training here")
+    ap.add_argument("--name", default=None, help="the results' name")
     args = ap.parse_args(argv)
     env = environment({"family": args.family, "train_trials": args.train_trials, "few": args.few,
                        "long": args.long})
@@ -105,9 +114,17 @@ def main(argv=None):
     tmp.mkdir(parents=True, exist_ok=True)
     trained = tmp / "trained.db"
     t0 = time.perf_counter()
-    for shape in train:
-        tune(args.family, shape, trained, args.train_trials)
+    if args.train_log is None:
+        for shape in train:
+            tune(args.family, shape, trained, args.train_trials)
+        if args.save_log is not None:
+            Database(trained).export_jsonl(args.save_log)
+    else:
+        res = Database(trained).import_log(args.train_log, skip_bad=False)
+        if not res.committed:
+            raise SystemExit(f"{args.train_log}: bad lines {res.skipped[:3]}")
     train_wall = time.perf_counter() - t0
+    training = _training_note(args, Database(trained), train, train_wall)
     rows, table = [], []
     for shape in held:
         dbs = {"long": tmp / f"long{shape}.db", "with database": tmp / f"with{shape}.db",
@@ -140,12 +157,30 @@ def main(argv=None):
     notes = (f"**{args.family}: with the database, {within['with database']} of {len(held)} held-back shapes end within "
              f"5% of their own {args.long}-trial best after {args.few} trials; alone, {within['alone']} of "
              f"{len(held)}** (target: within 5% of the 256-trial best in <= 8 trials; the yardstick here is "
-             f"{args.long} trials). Training: {len(train)} shapes x {args.train_trials} trials, {train_wall:.0f} s. "
-             f"Each best re-timed interleaved, {args.repeats} repeats of >= 50 ms. Transfer to the other CPU kind: "
-             "not measured (one machine kind in this session).")
-    write_results(f"transfer_cpu_{args.family}" if args.family != "dot" else "transfer_cpu", rows, md, env, notes)
+             f"{args.long} trials). {training} Each best re-timed interleaved, {args.repeats} repeats of >= 50 ms.")
+    name = args.name or (f"transfer_cpu_{args.family}" if args.family != "dot" else "transfer_cpu")
+    write_results(name, rows, md, env, notes)
     print(md)
     print(notes)
+
+
+def _machine(prov: dict) -> str:
+    hw = prov.get("hardware") or {}
+    isa = ",".join(hw.get("isa") or []) or "ISA not recorded"
+    return f"{prov.get('cpu_model', '?')} ({prov.get('cpu_id', 'cpu id not recorded')}; {isa})"
+
+
+def _training_note(args, db: Database, train, wall: float) -> str:
+    here = get_target("cpu")
+    if args.train_log is None:
+        saved = f" Saved as the tuning log {args.save_log}." if args.save_log else ""
+        return (f"Training: {len(train)} shapes x {args.train_trials} trials on this machine, {wall:.0f} s.{saved}"
+                " Transfer to another CPU kind: not measured in this run.")
+    others = [t["provenance"] for t in db.targets() if t["kind"] == "cpu" and t["key"] != here.key]
+    trials = sum(1 for t in db.history() if t.config)
+    where = "; ".join(_machine(p) for p in others) or "this machine (no other target in the log)"
+    return (f"**Across machines:** the database is the log {args.train_log} ({trials} tuned trials), recorded on "
+            f"{where}; tuned and timed here on {_machine(here.provenance)}.")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,26 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+@cache
+def cpu_identity() -> str:
+    """The CPU's vendor, family and model numbers as the OS gives them (x86: 'AuthenticAMD 25
+    17'; Arm: implementer and part): machines whose model name is the same (virtual machines often
+    say only 'AMD EPYC') are told apart by them; the machine's architecture where the OS says
+    nothing."""
+    fields: dict[str, str] = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if not line.strip() and fields:
+                    break                       # the first processor's block is enough
+                k, _, v = line.partition(":")
+                fields.setdefault(k.strip(), v.strip())
+    except OSError:
+        pass
+    parts = [fields[k] for k in ("vendor_id", "cpu family", "model", "CPU implementer", "CPU part") if fields.get(k)]
+    return " ".join(parts) or platform.machine()
+
+
 def hlotune_version() -> str:
     """The installed hlotune's version (pyproject.toml's, through the package metadata: the one
     version source)."""
@@ -60,10 +80,12 @@ class Target:
 
     @property
     def provenance(self) -> dict:
+        """What ran: the compiler, the CPU (model name, ``cpu_identity``) and the ``Hardware``
+        its kernels were compiled for (vector ISA, registers, caches)."""
         return {"kind": self.kind, "device": self.device, "compiler": self.compiler.cc,
                 "compiler_version": self.compiler.version, "flags": list(self.compiler.flags),
-                "cpu_model": cpu_model(), "host": platform.node(), "threads": self.threads,
-                "hlotune_version": hlotune_version()}
+                "cpu_model": cpu_model(), "cpu_id": cpu_identity(), "hardware": self.hardware.as_dict(),
+                "host": platform.node(), "threads": self.threads, "hlotune_version": hlotune_version()}
 
     @property
     def hardware(self):
@@ -74,8 +96,12 @@ class Target:
 
     @property
     def key(self) -> str:
+        """The target's identity in the database: compiler, flags, threads and the CPU (model
+        name, vendor/family/model numbers and the vector ISA the flags reach), so that two machines
+        with one model name but other cores never share records."""
         p = self.provenance
-        ident = {k: p[k] for k in ("kind", "device", "compiler_version", "flags", "cpu_model", "threads")}
+        ident = {k: p[k] for k in ("kind", "device", "compiler_version", "flags", "cpu_model", "cpu_id", "threads")}
+        ident["isa"] = p["hardware"]["isa"]
         return f"{self.kind}-" + hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:12]
 
     def __str__(self) -> str:

@@ -50,6 +50,15 @@ class Hardware:
                 "compute_capability": self.compute_capability, "shared_optin_bytes": self.shared_optin_bytes,
                 "multiprocessors": self.multiprocessors, "registers_per_block": self.registers_per_block}
 
+    @classmethod
+    def from_dict(cls, d: dict) -> Hardware:
+        """The ``Hardware`` ``as_dict`` wrote (keys it does not know are ignored, missing ones
+        take their defaults)."""
+        known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        if "isa" in known:
+            known["isa"] = tuple(known["isa"])
+        return cls(**known)
+
 
 #: a conservative machine for code paths that know nothing better (SSE-class, 16 registers)
 GENERIC = Hardware()

@@ -54,7 +54,7 @@ def test_a_loop_that_never_ends_times_out_and_the_worker_restarts():
         f.close()
 
 
-@settings(max_examples=2000, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
+@settings(max_examples=300, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=[HealthCheck.too_slow])
 @given(path=st.sampled_from(FILES), data=st.data())
 def test_mutated_modules_run_and_match_or_are_refused(fuzzer, path, data):

@@ -1,0 +1,93 @@
+"""Machines of one model name but other cores: the target's key tells them apart, and a
+database recorded on one teaches another (warm start, cost model) without being taken as its own.
+Virtual machines often name every AMD EPYC generation alike ('AMD EPYC'), AVX2-only or AVX-512."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hlotune.autotune import costmodel
+from hlotune.autotune.database import Database
+from hlotune.autotune.task import extract_tasks
+from hlotune.autotune.tune import tune_graph, warm_start_configs
+from hlotune.runtime import targets
+from hlotune.runtime.backends import cpu as cpu_backend
+from hlotune.runtime.targets import get_target
+from hlotune.schedules.hardware import Hardware
+
+sys.path.insert(0, str(Path(__file__).parent))
+from autotune_fixtures import matmul_tanh
+
+OTHER_ID = "GenuineTest 99 99"   # no real CPU's vendor/family/model
+
+
+def test_the_key_tells_apart_cpus_of_one_model_name(monkeypatch):
+    """Same model name, compiler and threads: another family/model, or another vector ISA, is
+    another target; the key is stable otherwise, and the provenance says what was detected."""
+    here = get_target("cpu")
+    key, prov = here.key, here.provenance
+    assert prov["cpu_id"] == targets.cpu_identity() and prov["hardware"] == here.hardware.as_dict()
+    assert Hardware.from_dict(prov["hardware"]) == here.hardware
+    assert get_target("cpu").key == key
+    with monkeypatch.context() as m:
+        m.setattr(targets, "cpu_identity", lambda: OTHER_ID)
+        assert here.key != key and here.provenance["cpu_model"] == prov["cpu_model"]
+    hw = here.hardware
+    narrower = replace(hw, isa=tuple(i for i in hw.isa if not i.startswith("avx512")) + ("test-isa",))
+    with monkeypatch.context() as m:
+        m.setattr(cpu_backend, "detect", lambda cc, flags, threads: narrower)
+        assert here.key != key
+    assert here.key == key
+
+
+def _dot(outs_ins, target):
+    return next(t for t in extract_tasks(*outs_ins, target) if t.family == "dot")
+
+
+def test_a_database_from_another_machine_teaches_but_is_not_its_own(tmp_path, monkeypatch):
+    """Tuned on 'another machine' (another CPU id), a dot's records stay that machine's: here
+    the same dot has no best of its own, but a sibling shape's warm start offers them."""
+    db = Database(tmp_path / "db.sqlite")
+    with monkeypatch.context() as m:
+        m.setattr(targets, "cpu_identity", lambda: OTHER_ID)
+        there = get_target("cpu")
+        there_key = there.key
+        tune_graph(*matmul_tanh(64, 48, 32), there, 6, db, "random", 0, progress=False, confirm_rounds=0,
+                   plan_share=0.0)
+    here = get_target("cpu")
+    assert here.key != there_key
+    same = _dot(matmul_tanh(64, 48, 32), here)
+    assert db.best(same.key, here.key) is None and not db.history(same.key, here.key)
+    assert sum(1 for t in db.history(same.key, there_key) if t.config and t.failure is None) >= 4
+    sibling = _dot(matmul_tanh(64, 64, 32), here)
+    offered = warm_start_configs(db, sibling)
+    top = [sibling.template.complete(t.config, sibling.space) for t in db.top_k(same.key, there_key, 8)]
+    assert offered and all(c in top for c in offered)
+
+
+def test_the_cost_model_reads_each_rows_own_machine():
+    """A row's target and gemm features come from the hardware its provenance records (an
+    AVX2 row is read with 8 lanes of fp32, not this machine's); a row recorded before
+    provenance held the hardware is read as if on the machine the model serves."""
+    cpu = get_target("cpu")
+    dot = _dot(matmul_tanh(96, 64, 32), cpu)
+    row = costmodel.task_row(dot)
+    c = {**dot.space.default(), "mr": 4, "nr": 32}
+    wide = Hardware(vector_bytes=64, vector_regs=32, fma=True, l1d=48 << 10, l2=1 << 20, threads=2,
+                    isa=("avx512f", "fma"))
+    narrow = Hardware(vector_bytes=32, vector_regs=16, fma=True, l1d=32 << 10, l2=512 << 10, threads=2,
+                      isa=("avx2", "fma"))
+    model = costmodel.CostModel(costmodel.Encoder.of([c]), None, 0, 0, wide)
+    f = {name: model.features(row, {"threads": 2, **({"hardware": hw.as_dict()} if hw else {})}, [c])[0]
+         for name, hw in (("wide", wide), ("narrow", narrow), ("old", None))}
+    assert np.array_equal(f["old"], f["wide"])
+    n = costmodel.N_GEMM
+    assert list(f["narrow"][-n:]) == pytest.approx(costmodel.gemm_features(row, {"threads": 2}, narrow, c))
+    assert list(f["narrow"][-n:]) != pytest.approx(list(f["wide"][-n:]))
+    tf = costmodel.target_features({"threads": 2}, narrow)
+    assert tf == pytest.approx([2.0, np.log2(33), np.log2(1 + (32 << 10)), np.log2(1 + (512 << 10))])
+    assert costmodel.target_features({"threads": 2}, None) == [2.0, -1.0, -1.0, -1.0]
