@@ -13,7 +13,7 @@ table gives the median over samples and seeds, and the notes each sample's media
 valid point of the measured space and ``--random-seeds`` seeds (it is cheap, and with one or two
 configs within 5% of a sample's best, ten seeds of it decide little), so that its trials to
 within 5% of the best are a steady number (the target: bayes in at most half of them).
-Writes results/tuner_efficiency.csv and results/tuner_efficiency.md. With ``--space-cache``, the
+Writes results/NAME.csv and results/NAME.md (``--name``, default tuner_efficiency). With ``--space-cache``, the
 measured logs are saved to that JSON file (keyed by task and workload key) and read back on
 the next run, so tuners can be replayed again without re-measuring.
 """
@@ -149,6 +149,7 @@ def main(argv=None):
                     help="JSON file of measured spaces: read when it has a task's space, written after measuring")
     ap.add_argument("--tuners", default="bayes,random", help="comma-separated tuner names to replay")
     ap.add_argument("--jobs", type=int, default=1, help="processes replaying at once (after all measuring)")
+    ap.add_argument("--name", default="tuner_efficiency", help="results/NAME.{csv,md}")
     args = ap.parse_args(argv)
     tuners = args.tuners.split(",")
     cache = load_cache(args.space_cache)
@@ -232,7 +233,7 @@ def main(argv=None):
              "found relative to the best time in the "
              "measured sample (1.000 = found the best); spread: the lowest and highest per-sample median. " + "\n\n"
              + "\n".join(f"- {v}" for v in verdicts))
-    write_results("tuner_efficiency", rows, md, env, notes)
+    write_results(args.name, rows, md, env, notes)
     print(md)
     print(notes)
 
