@@ -16,6 +16,7 @@ from hlotune.autotune.database import Database
 from hlotune.autotune.measure import Measurer
 from hlotune.dsl.errors import ConfigError, ScheduleError
 from hlotune.dsl.reference import evaluate
+from hlotune.runtime.targets import get_target
 from test_opencl import DEVICE, TARGET, WHY
 
 import hlotune
@@ -64,6 +65,9 @@ def test_devices_lists_cpu_and_opencl_devices(capsys):
     assert main(["devices"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("cpu: ") and "threads" in out
+    cpu = get_target("cpu")
+    assert f"key {cpu.key}" in out and f"({cpu.provenance['cpu_id']})" in out
+    assert f"vector ISA {', '.join(cpu.hardware.isa)}" in out or not cpu.hardware.isa
     if TARGET is not None:
         assert f"opencl:{TARGET.platform_index}:{TARGET.device_index}  {TARGET.device}" in out
         for word in ("driver", "compute units", "max work-group", "local mem", "fp16", "fp64",

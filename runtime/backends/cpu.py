@@ -14,7 +14,7 @@ from ..cpu import CCompiler, Library, compile_c
 from ..isa import detect
 from ..nested import build_conditional
 from ..sort import build_sort
-from ..targets import Target, cpu_model, default_threads
+from ..targets import Target, cpu_identity, cpu_model, default_threads
 from ..timing import measure
 from .base import Backend, Runner
 
@@ -94,7 +94,11 @@ class CPUBackend(Backend):
 
     def describe(self) -> list[str]:
         t = self.target("cpu")
-        return [f"cpu: {t.device}", f"  compiler {t.compiler.cc} ({t.compiler.version}), {t.threads} threads, key {t.key}"]
+        hw = t.hardware
+        return [f"cpu: {t.device} ({cpu_identity()})",
+                f"  compiler {t.compiler.cc} ({t.compiler.version}), {t.threads} threads, key {t.key}",
+                f"  vector ISA {', '.join(hw.isa) or 'none detected'} ({hw.vector_bytes * 8}-bit vectors, "
+                f"{hw.vector_regs} registers), L1d {hw.l1d >> 10} KiB, L2 {hw.l2 >> 10} KiB, L3 {hw.l3 >> 20} MiB"]
 
 
 __all__ = ["CPUBackend", "LibraryRunner"]
