@@ -57,18 +57,22 @@ def kernel_name(description: str, module: str | None = None) -> str:
 
 
 def target_names(targets: list[dict]) -> dict[str, str]:
-    """A readable, distinct name per target key: ``kind:device``, then the thread count and
-    compiler where those tell targets apart, then an ordinal."""
+    """A readable, distinct name per target key: ``kind:device``, then the CPU's id and widest
+    vector ISA (machines of one model name), the thread count and the compiler where those tell
+    targets apart, then an ordinal."""
     def base(t, level):
         p = t["provenance"]
         name = t["kind"] + (f":{p['device']}" if p.get("device") else "")
-        if level >= 1 and "threads" in p:
+        if level >= 1 and p.get("cpu_id"):
+            isa = (p.get("hardware") or {}).get("isa") or []
+            name += f" ({p['cpu_id']}{', ' + isa[0] if isa else ''})"
+        if level >= 2 and "threads" in p:
             name += f", {p['threads']} threads"
-        if level >= 2 and p.get("compiler_version"):
+        if level >= 3 and p.get("compiler_version"):
             name += f", {p['compiler_version'].split(' (')[0]}"
         return name
     names: dict[str, str] = {}
-    for level in range(3):
+    for level in range(4):
         names = {t["key"]: base(t, level) for t in targets}
         if len(set(names.values())) == len(names):
             return names

@@ -91,3 +91,20 @@ def test_the_cost_model_reads_each_rows_own_machine():
     tf = costmodel.target_features({"threads": 2}, narrow)
     assert tf == pytest.approx([2.0, np.log2(33), np.log2(1 + (32 << 10)), np.log2(1 + (512 << 10))])
     assert costmodel.target_features({"threads": 2}, None) == [2.0, -1.0, -1.0, -1.0]
+
+
+def test_reports_name_machines_of_one_model_name_apart():
+    """Two targets named alike (model name, threads, compiler) are told apart in reports by
+    their CPU id and widest ISA; a target recorded before the id was kept keeps its plain name."""
+    from hlotune.autotune.report import target_names
+    prov = {"kind": "cpu", "device": "AMD EPYC", "threads": 2, "compiler_version": "gcc 12"}
+    names = target_names([
+        {"key": "cpu-a", "kind": "cpu", "provenance": {**prov, "cpu_id": "AuthenticAMD 25 1",
+                                                       "hardware": {"isa": ["avx2", "fma"]}}},
+        {"key": "cpu-b", "kind": "cpu", "provenance": {**prov, "cpu_id": "AuthenticAMD 25 17",
+                                                       "hardware": {"isa": ["avx512f", "avx2"]}}}])
+    assert names == {"cpu-a": "cpu:AMD EPYC (AuthenticAMD 25 1, avx2)",
+                     "cpu-b": "cpu:AMD EPYC (AuthenticAMD 25 17, avx512f)"}
+    old = target_names([{"key": "cpu-o", "kind": "cpu", "provenance": prov},
+                        {"key": "cpu-t", "kind": "cpu", "provenance": {**prov, "threads": 4}}])
+    assert old == {"cpu-o": "cpu:AMD EPYC, 2 threads", "cpu-t": "cpu:AMD EPYC, 4 threads"}
