@@ -226,6 +226,15 @@ def _accumulator_budget(regs: int) -> int:
     return max(regs - 3, 1)
 
 
+def _chain_at_batch(s: Schedule, st: Stage, batch: list) -> bool:
+    """Whether a stage is computed inside one of ``st``'s batch loops (slice fusion,
+    schedules/rowfusion.py: attention's scores and softmax per head): fusing a cache-block loop
+    into that batch loop would compute the chain again for every block (measured 20x slower on
+    12-head attention), so the parallel loop then fuses the batch loops alone."""
+    ids = {id(v) for v in batch}
+    return any(o.is_at and o.attach.stage is st and id(o.attach.axis) in ids for o in s.stages.values())
+
+
 def _parallel_prefix(extents: list[int], parallel: int, threads: int) -> int:
     """How many of the leading loops (batch axes, then the first ``parallel`` cache-block loops,
     extents in that order) the template fuses into its parallel loop: all of them for
@@ -573,7 +582,7 @@ class Gemm(Template):
                     s.reorder(*ax[1:-1], ax[0], ax[-1])
         s.vectorize(yi)
         if c["parallel"]:
-            lead = list(d[:-2]) + blocks[: c["parallel"]]
+            lead = list(d[:-2]) + ([] if _chain_at_batch(s, st, d[:-2]) else blocks[: c["parallel"]])
             ax = lead[0]
             for v in lead[1:_parallel_prefix([v.extent for v in lead], c["parallel"], hw.threads)]:
                 ax = s.fuse(ax, v)
