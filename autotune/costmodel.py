@@ -79,7 +79,7 @@ def row_hardware(provenance: dict, fallback: Hardware | None) -> Hardware | None
     if isinstance(hw, dict):
         try:
             return Hardware.from_dict(hw)
-        except (TypeError, ValueError):
+        except ValueError:
             pass
     return fallback
 

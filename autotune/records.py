@@ -23,6 +23,7 @@ from enum import Enum
 from ..dsl import dtypes as dt
 from ..dsl.errors import ConfigError, DataFileError, DSLError, HlotuneError
 from ..runtime.backends import backend, kinds
+from ..schedules.hardware import Hardware
 from ..schedules.templates.families import templates_for
 
 #: the database schema this hlotune writes; a log record carries it as ``schema``
@@ -199,6 +200,13 @@ def _target(g) -> dict:
     _need(isinstance(g["key"], str) and g["key"].startswith(kind + "-") and len(g["key"]) <= 200,
           f"target key must be '{kind}-...', got {_short(g['key'])}")
     _need(isinstance(g["provenance"], dict), "target provenance must be an object")
+    if "hardware" in g["provenance"]:       # what the cost model reads the target's rows with
+        hw = g["provenance"]["hardware"]
+        _need(isinstance(hw, dict), "target provenance hardware must be an object")
+        try:
+            Hardware.from_dict(hw)
+        except ValueError as e:
+            _need(False, f"target provenance: {e}")
     return {"key": g["key"], "kind": kind, "provenance": g["provenance"]}
 
 

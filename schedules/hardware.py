@@ -53,8 +53,19 @@ class Hardware:
     @classmethod
     def from_dict(cls, d: dict) -> Hardware:
         """The ``Hardware`` ``as_dict`` wrote (keys it does not know are ignored, missing ones
-        take their defaults)."""
+        take their defaults); ValueError naming the field when a value has the wrong type (a
+        count that is not a non-negative integer, an ISA that is not a list of names)."""
         known = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
+        for k, v in known.items():
+            want = type(getattr(GENERIC, k))
+            if want is tuple:
+                ok = isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v)
+            elif want is int:
+                ok = isinstance(v, int) and not isinstance(v, bool) and v >= 0
+            else:
+                ok = isinstance(v, want)
+            if not ok:
+                raise ValueError(f"hardware field '{k}' = {v!r}: expected {want.__name__}")
         if "isa" in known:
             known["isa"] = tuple(known["isa"])
         return cls(**known)

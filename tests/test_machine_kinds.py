@@ -108,3 +108,29 @@ def test_reports_name_machines_of_one_model_name_apart():
     old = target_names([{"key": "cpu-o", "kind": "cpu", "provenance": prov},
                         {"key": "cpu-t", "kind": "cpu", "provenance": {**prov, "threads": 4}}])
     assert old == {"cpu-o": "cpu:AMD EPYC, 2 threads", "cpu-t": "cpu:AMD EPYC, 4 threads"}
+
+
+@pytest.mark.parametrize("bad", [{"vector_bytes": "abc"}, {"l1d": None}, {"isa": 5}, {"l2": [1]}, {"vector_regs": -3},
+                                 {"fma": 1}, {"isa": ["avx2", 7]}])
+def test_malformed_hardware_is_refused_by_the_log_and_ignored_by_the_model(tmp_path, bad):
+    """A log whose target provenance holds malformed hardware is refused line by line (the
+    database unchanged); a row carrying it anyway is read with the serving machine's hardware."""
+    import json
+
+    from hlotune.autotune.records import import_log
+    with pytest.raises(ValueError, match="hardware field"):
+        Hardware.from_dict(bad)
+    wide = Hardware(vector_bytes=64, vector_regs=32, l1d=48 << 10, l2=1 << 20, threads=2)
+    assert costmodel.row_hardware({"hardware": bad}, wide) is wide
+    db = Database(tmp_path / "src.db")
+    tune_graph(*matmul_tanh(32, 16, 8), get_target("cpu"), 2, db, "random", 0, progress=False, confirm_rounds=0,
+               plan_share=0.0)
+    log = tmp_path / "ok.jsonl"
+    db.export_jsonl(log)
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
+    lines[0]["target"]["provenance"]["hardware"] = {**lines[0]["target"]["provenance"]["hardware"], **bad}
+    badlog = tmp_path / "bad.jsonl"
+    badlog.write_text(json.dumps(lines[0]) + "\n")
+    dest = Database(tmp_path / "dest.db")
+    res = import_log(dest, badlog, skip_bad=False)
+    assert not res.committed and "hardware" in res.skipped[0][1] and not dest.history()
