@@ -144,7 +144,8 @@ def gemm_features(w: dict, provenance: dict, hw: Hardware | None, c: dict) -> li
     red = [int(r) for r in shapes.get("reduce") or []] or [1]
     item = max((_itemsize(d) for d in w.get("dtypes") or []), default=4)
     f = GemmFeatures(int(out[-2]) if len(out) >= 2 else 1, int(out[-1]), tuple(int(v) for v in out[:-2]),
-                     max(hw.lanes(item), 1), hw.vector_regs, int(provenance.get("threads") or 1), max(red), item, hw.l1d)
+                     max(hw.lanes(item), 1), hw.vector_regs, int(provenance.get("threads") or 1), max(red), item, hw.l1d,
+                     l2=hw.l2)
     try:
         # the estimate is log(time) over the ideal's, 1 / threads of the work at the full rate
         return [float(v) for v in f(c)] + [f.estimate(c) + math.log(f.threads)]

@@ -269,7 +269,7 @@ def block_config(st: Stage, t, rows: int, hw, local: set = frozenset()) -> dict 
     bs, as_ = operands(st.op)
 
     def pack(name, ops):
-        return 0 if any(id(x.op) in local for x, _, _ in ops) else max(space.knob(name).values)
+        return 0 if any(id(x.op) in local for x, _, _ in ops) else min(1, max(space.knob(name).values))
     return {"mr": mr, "nr": nr, "mb": 1, "nb": 1, "order": "nm",
             "pack_a": pack("pack_a", as_), "pack_b": pack("pack_b", bs),
             "unroll_k": 1, "parallel": 0}
