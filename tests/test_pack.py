@@ -101,6 +101,56 @@ def test_random_packed_dots_match_numpy(data, m, n, k, case, ta, no_avx512):
         assert copied, f"A's panels were not copied by the helper: {cfg}"
 
 
+def dot_bt(m, n, k, a_type, b_type, acc):
+    """``C[i, j] = sum_r acc(A[i, r]) * acc(B[j, r])``: B stored ``[n, k]``, as a PyTorch
+    ``Linear`` weight ``[out, in]`` or the ``W^T`` of a gradient."""
+    A = dsl.placeholder((m, k), a_type, name="A")
+    B = dsl.placeholder((n, k), b_type, name="B")
+    r = dsl.reduce_axis(k, name="r")
+    return dsl.compute((m, n), lambda i, j: dsl.sum(dsl.cast(A[i, r], acc) * dsl.cast(B[j, r], acc), axis=r),
+                       name="C")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), m=st.sampled_from([2, 5, 16, 40]), n=st.sampled_from([7, 32, 50, 97, 130]),
+       k=st.sampled_from([8, 20, 32, 56, 100]), case=st.sampled_from(CASES), no_avx512=st.booleans())
+def test_b_stored_transposed_is_packed_by_the_wide_helper_and_matches(data, m, n, k, case, no_avx512):
+    """B stored ``[n, k]`` packed in panels whose width is a multiple of 16 words (``nr`` 32-128
+    fp32 columns, or bf16 pairs and int8 quads of the K-group kernels): the panel is copied by
+    the wide transposing helper (16 x 16 blocks in registers, rows past B's end as zeros, a K
+    tail one word at a time) and the product equals numpy's, integers exactly, with AVX-512 and
+    without it."""
+    a_type, b_type, acc = case
+    out = dot_bt(m, n, k, a_type, b_type, acc)
+    s, stage, t = _schedule(out)
+    if t.family != "dot":
+        reject()
+    hw = CPU.hardware
+    space = t.space(stage, hw)
+    wide = [v for v in space.knob("nr").values if v > 16 and v % 16 == 0]
+    if not wide or 1 not in space.knob("pack_b").values:
+        reject()
+    cfg = {**draw_config(data, space), "nr": data.draw(st.sampled_from(wide), label="nr"),
+           "pack_b": max(space.knob("pack_b").values)}
+    try:
+        t.apply(s, stage, cfg, hw)
+        f = hlotune.build(s, NO_AVX512 if no_avx512 else CPU)
+    except ScheduleError as e:
+        event(f"invalid: {str(e)[:40]}")
+        reject()
+    a, b = _inputs(m, n, k, a_type, b_type, False, seed=m * n + k)
+    got, want = f(a, np.ascontiguousarray(b.T)), _oracle(a, b, False, acc)
+    if acc == "int32":
+        np.testing.assert_array_equal(got, want, err_msg=str(cfg))
+    else:
+        assert_close(got, want, *MATMUL_F32, err_msg=str(cfg))
+    words = cfg["nr"] // (cfg["kgroup"] if cfg["kgroup"] > 1 else 1)
+    helpers = set(re.findall(r"hl_pack_t_\w+_(\d+)\(\(hl_pack_u32\*\)&v_B", f.source))
+    event(f"B panels of {words} words by the helper" if helpers else "B panels by loops")
+    if n >= cfg["nr"] and words > 16 and words % 16 == 0:     # (a panel wider than B is cut to it)
+        assert helpers == {str(words)}, f"B's panels were not copied by the wide helper: {cfg}"
+
+
 @pytest.mark.parametrize("a_type", ["float16", "bfloat16"])
 def test_narrow_operands_of_an_f32_dot_are_packed_as_f32(a_type):
     """Without a K-group instruction (kgroup 1), f16/bf16 panels hold f32: the register tile

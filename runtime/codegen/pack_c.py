@@ -4,7 +4,7 @@ one call of a helper that transposes 16 K steps of all rows at a time in vector 
 The pattern (``cache_read`` of an A operand in panels, schedules/templates/gemm.py)::
 
     for k in range(K):                        # any extent
-      for r in range(R):                      # constant, 2 <= R <= 16
+      for r in range(R):                      # constant, 2 <= R <= 16 or a multiple of 16
         [for g in range(G):]                  # K groups: G elements make one 32-bit word
           P[base + (k * R + r) * G + g] = cond(r) ? A[row(r) + k * G + g] : 0
 
@@ -14,7 +14,11 @@ widening of f16, bf16 or 8-bit integer A to f32 or int32 P (``G`` 1). Each row's
 (rows whose condition fails are never read), then ``hl_pack_t_<kind>_<R>`` copies ``K`` words of
 every row: with AVX-512, 16 words per row into R vectors and out as R vectors of the transposed
 block, each gathered by masked permutes; elsewhere, and for the last ``K % 16``, one word at a
-time. Element order and values are exactly the loop's.
+time. Element order and values are exactly the loop's. ``R`` a multiple of 16 (a B operand
+stored transposed, as a PyTorch ``Linear`` weight ``[out, in]`` or the ``W^T`` of a gradient,
+packed into panels of ``nr`` columns; the rows loop may be the vectorized one) transposes each
+16 x 16 block of words in four rounds of in-lane unpacks and lane shuffles (64 shuffles per
+block, a quarter of the masked permutes) and stores its 16 rows ``R`` words apart.
 
 The copy the loop did one element at a time (with the row condition per element) took 5% of an
 fp32 matmul 1024's time and 7% of a bf16 one's on an AMD EPYC (perf, default schedules).
@@ -27,7 +31,7 @@ from dataclasses import dataclass
 from ...dsl import dtypes as dt
 from ...dsl.expr import Expr, IterVar, substitute
 from ...dsl.ops import Op
-from ...schedules.loops import Buffer, For, Store
+from ...schedules.loops import Buffer, For, LoopKind, Store
 from .kgroup_c import X86_INTRINSICS
 from .microkernel import _SCALAR, lane_invariant, lane_stride
 
@@ -36,6 +40,8 @@ _WIDEN = {(dt.float16, dt.float32): "f16f32", (dt.bfloat16, dt.float32): "bf16f3
           (dt.int8, dt.int32): "s8i32", (dt.uint8, dt.int32): "u8i32",
           (dt.int8, dt.float32): "s8f32", (dt.uint8, dt.float32): "u8f32"}
 LANES = 16
+#: widest panel the helper transposes (the gemm template's widest ``nr``)
+MAX_ROWS = 256
 
 
 @dataclass(frozen=True)
@@ -69,8 +75,8 @@ def match_pack(loop: For, flat_index) -> PackCopy | None:
     g = r.body if isinstance(r.body, For) else None
     s = (g.body if g is not None else r.body)
     rows = _const(r)
-    if (not isinstance(s, Store) or r.kind not in _SCALAR or r.reduction or rows is None
-            or not 2 <= rows <= LANES):
+    if (not isinstance(s, Store) or r.kind not in (*_SCALAR, LoopKind.VECTORIZE) or r.reduction
+            or rows is None or not (2 <= rows <= LANES or (rows % LANES == 0 and rows <= MAX_ROWS))):
         return None
     if g is not None and (g.kind not in _SCALAR or g.reduction or _const(g) is None):
         return None
@@ -121,18 +127,67 @@ def _load(kind: str, p: str, k: str) -> tuple[str, str]:
     return f"_mm512_castps_si512(_mm512_cvtepi32_ps({ints}))", f"hl_pack_f32bits((float){one})"
 
 
+_WORD_HELPERS = ("#ifndef HL_PACK_WORD\n#define HL_PACK_WORD\n"
+                 "typedef uint32_t hl_pack_u32 __attribute__((may_alias));\n"
+                 "typedef uint16_t hl_pack_u16 __attribute__((may_alias));\n"
+                 "HL_INLINE uint32_t hl_pack_word(const hl_pack_u32* p) { uint32_t w; __builtin_memcpy(&w, p, 4); return w; }\n"
+                 "HL_INLINE uint32_t hl_pack_f32bits(float f) { uint32_t w; __builtin_memcpy(&w, &f, 4); return w; }\n"
+                 "#endif\n")
+
+
+def _transpose16(v: str, t: str) -> list[str]:
+    """C statements transposing the 16 x 16 block of 32-bit words in vectors ``v``0..15 (row
+    ``r``: words 0..15 of row r) so that ``v``j holds word j of rows 0..15: 32-bit then 64-bit
+    unpacks within 128-bit lanes (word ``4L + i`` of four rows in lane L), then two rounds of
+    lane shuffles gathering lane L of four such vectors; ``t`` names the temporaries."""
+    out = []
+    for i in range(0, 16, 2):
+        out.append(f"const __m512i {t}a{i} = _mm512_unpacklo_epi32({v}{i}, {v}{i + 1}), "
+                   f"{t}a{i + 1} = _mm512_unpackhi_epi32({v}{i}, {v}{i + 1});")
+    for q in range(0, 16, 4):       # rows q..q+3: word 4L+i in u[q + i]
+        out.append(f"const __m512i {t}b{q} = _mm512_unpacklo_epi64({t}a{q}, {t}a{q + 2}), "
+                   f"{t}b{q + 1} = _mm512_unpackhi_epi64({t}a{q}, {t}a{q + 2}), "
+                   f"{t}b{q + 2} = _mm512_unpacklo_epi64({t}a{q + 1}, {t}a{q + 3}), "
+                   f"{t}b{q + 3} = _mm512_unpackhi_epi64({t}a{q + 1}, {t}a{q + 3});")
+    for i in range(4):              # words i, i+4, i+8, i+12 of all rows
+        for imm, off in ((0x88, 0), (0xDD, 4)):
+            out.append(f"const __m512i {t}x{i}_{off} = _mm512_shuffle_i32x4({t}b{i}, {t}b{i + 4}, {imm:#04x}), "
+                       f"{t}y{i}_{off} = _mm512_shuffle_i32x4({t}b{i + 8}, {t}b{i + 12}, {imm:#04x});")
+            out.append(f"{v}{i + off} = _mm512_shuffle_i32x4({t}x{i}_{off}, {t}y{i}_{off}, 0x88); "
+                       f"{v}{i + off + 8} = _mm512_shuffle_i32x4({t}x{i}_{off}, {t}y{i}_{off}, 0xdd);")
+    return out
+
+
+def _wide_helper(kind: str, rows: int) -> str:
+    """``hl_pack_t_<kind>_<rows>`` for ``rows`` a multiple of 16: each 16 x 16 block of words
+    (16 rows, 16 K steps) transposed in registers, its rows stored ``rows`` words apart; ``ok``:
+    a flag per row (0: the row is past the operand's end and packs as zeros)."""
+    name = f"hl_pack_t_{kind}_{rows}"
+    vec, word = _load(kind, "rows[c + {r}]", "k")[0], _load(kind, "rows[{r}]", "k")[1]
+    body = [f"HL_INLINE void {name}(hl_pack_u32* __restrict__ dst, const void* const* rows, const uint8_t* ok, int64_t n) {{",
+            "  int64_t k = 0;", "#if defined(__AVX512F__)",
+            f"  for (; k + {LANES} <= n; k += {LANES}) {{",
+            f"    for (int c = 0; c < {rows}; c += {LANES}) {{"]
+    for r in range(LANES):
+        body.append(f"      __m512i v{r} = ok[c + {r}] ? {vec.format(r=r)} : _mm512_setzero_si512();")
+    body += ["      " + line for line in _transpose16("v", "t")]
+    for j in range(LANES):
+        body.append(f"      _mm512_storeu_si512((void*)(dst + (k + {j}) * {rows} + c), v{j});")
+    body += ["    }", "  }", "#endif",
+             f"  for (; k < n; ++k)\n    for (int r = 0; r < {rows}; ++r)",
+             f"      dst[k * {rows} + r] = ok[r] ? {word.format(r='r')} : 0u;",
+             "}"]
+    return "\n".join(body) + "\n"
+
+
 def pack_helper(kind: str, rows: int) -> str:
     """C of ``hl_pack_t_<kind>_<rows>(dst, row pointers, row mask, n)``: ``dst[k * rows + r]`` =
     word ``k`` of row ``r`` (0 where bit ``r`` of the mask is clear), ``k < n``."""
+    if rows > LANES:
+        return X86_INTRINSICS + _WORD_HELPERS + _wide_helper(kind, rows)
     name = f"hl_pack_t_{kind}_{rows}"
     vec, word = _load(kind, "rows[{r}]", "k")
-    out = [X86_INTRINSICS,
-           ("#ifndef HL_PACK_WORD\n#define HL_PACK_WORD\n"
-           "typedef uint32_t hl_pack_u32 __attribute__((may_alias));\n"
-           "typedef uint16_t hl_pack_u16 __attribute__((may_alias));\n"
-           "HL_INLINE uint32_t hl_pack_word(const hl_pack_u32* p) { uint32_t w; __builtin_memcpy(&w, p, 4); return w; }\n"
-           "HL_INLINE uint32_t hl_pack_f32bits(float f) { uint32_t w; __builtin_memcpy(&w, &f, 4); return w; }\n"
-           "#endif\n"),
+    out = [X86_INTRINSICS, _WORD_HELPERS,
            (f"HL_INLINE void {name}(hl_pack_u32* __restrict__ dst, const void* const* rows, uint32_t ok, int64_t n) {{\n"
            "  int64_t k = 0;\n#if defined(__AVX512F__)\n")]
     for j in range(rows):
@@ -175,12 +230,13 @@ class PackPrinter:
         ok = "1" if pc.cond is None else rd.expr(substitute(pc.cond, at0))
         dst = rd.name(pc.store.buffer, pc.store.buffer.name)
         base = rd.expr(substitute(rd.flat_index(pc.store.buffer, pc.store.indices), {**at0, pc.r.var: 0}))
+        wide = pc.rows > LANES      # a flag per row rather than a mask of at most 16 bits
         return [pad + "{",
                 f"{pad}  const void* hl_pk_rows[{pc.rows}];",
-                f"{pad}  uint32_t hl_pk_ok = 0;",
+                f"{pad}  uint8_t hl_pk_ok[{pc.rows}];" if wide else f"{pad}  uint32_t hl_pk_ok = 0;",
                 f"{pad}  for ({rd.int64_type} {rv} = 0; {rv} < {pc.rows}; ++{rv}) {{",
                 f"{pad}    const uint32_t hl_pk_in = ({ok}) ? 1u : 0u;",
-                f"{pad}    hl_pk_ok |= hl_pk_in << {rv};",
+                f"{pad}    hl_pk_ok[{rv}] = (uint8_t)hl_pk_in;" if wide else f"{pad}    hl_pk_ok |= hl_pk_in << {rv};",
                 f"{pad}    hl_pk_rows[{rv}] = hl_pk_in ? (const void*)&{sname}[{row}] : (const void*){sname};",
                 f"{pad}  }}",
                 (f"{pad}  hl_pack_t_{pc.kind}_{pc.rows}((hl_pack_u32*)&{dst}[{base}], hl_pk_rows, hl_pk_ok, "
