@@ -151,6 +151,30 @@ def test_b_stored_transposed_is_packed_by_the_wide_helper_and_matches(data, m, n
         assert helpers == {str(words)}, f"B's panels were not copied by the wide helper: {cfg}"
 
 
+def test_a_weight_behind_a_layout_transpose_is_packed_by_the_wide_helper():
+    """JAX lowers ``x @ W.T`` (W stored ``[out, in]``) to a ``transpose`` view of W feeding the
+    dot: the template looks through the view, so B counts as strided (the pack is not reordered
+    to walk W's columns) and its 64-column panels are copied by the wide transposing helper; the
+    product matches numpy's."""
+    m, n, k = 40, 128, 96
+    X = dsl.placeholder((m, k), "float32", name="X")
+    W = dsl.placeholder((n, k), "float32", name="W")
+    Wt = dsl.compute((k, n), lambda r, j: W[j, r], name="Wt")
+    r = dsl.reduce_axis(k, name="r")
+    out = dsl.compute((m, n), lambda i, j: dsl.sum(X[i, r] * Wt[r, j], axis=r), name="C")
+    s, stage, t = _schedule(out)
+    space = t.space(stage, CPU.hardware)
+    assert space.derived is not None
+    cfg = {**t.default_config(stage, CPU.hardware), "nr": 64, "mr": 4, "mb": 1, "nb": 1, "pack_b": 1, "kc": 0}
+    t.apply(s, stage, cfg, CPU.hardware)
+    f = hlotune.build(s)
+    assert re.search(r"hl_pack_t_w32_64\(\(hl_pack_u32\*\)&v_\w+_shared", f.source), "W's panels not by the helper"
+    rng = np.random.default_rng(3)
+    x, w = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((n, k), dtype=np.float32)
+    feeds = {"X": x, "W": w}
+    assert_close(f(*[feeds[b.name] for b in f.inputs]), (x.astype(np.float64) @ w.T).astype(np.float32), *MATMUL_F32)
+
+
 @pytest.mark.parametrize("a_type", ["float16", "bfloat16"])
 def test_narrow_operands_of_an_f32_dot_are_packed_as_f32(a_type):
     """Without a K-group instruction (kgroup 1), f16/bf16 panels hold f32: the register tile

@@ -159,7 +159,7 @@ def streams_across(op) -> bool:
     if len(d) >= 2 and d[-2].extent > 1:
         return False
     bs, _ = operands(op)
-    return any(dim != len(t.shape) - 1 for t, dim, _ in bs)
+    return any(not _inner(t, dim) for t, dim, _ in bs)
 
 
 def panel(tensor: Tensor, dim: int, f: int) -> tuple[tuple, tuple]:
@@ -203,6 +203,26 @@ def _computed(t: Tensor) -> bool:
     while e.op is Op.CAST:
         e = e.src[0]
     return e.op is not Op.LOAD
+
+
+def _inner(t: Tensor, dim: int) -> bool:
+    """Whether reading ``t`` along dimension ``dim`` walks memory contiguously: ``dim`` is the
+    last dimension of the tensor stored, looked for through views (a transpose reads its input
+    with permuted indices: the layout-only ``transpose`` XLA puts before a dot with a weight
+    stored ``[out, in]``, as a PyTorch ``Linear``'s, is one)."""
+    for _ in range(16):
+        body = getattr(t.op, "body", None)
+        e = body[t.value_index] if body is not None else None
+        while e is not None and e.op is Op.CAST:
+            e = e.src[0]
+        if e is None or e.op is not Op.LOAD or not isinstance(e.arg, Tensor):
+            break
+        var = t.op.axis[dim]
+        dims = [k for k, i in enumerate(e.src) if var in _vars(i)]
+        if len(dims) != 1 or e.src[dims[0]].op is not Op.VAR:
+            break
+        t, dim = e.arg, dims[0]
+    return dim == len(t.shape) - 1
 
 
 def _reuse(op, t: Tensor) -> int:
@@ -411,7 +431,7 @@ class Gemm(Template):
                             tuple(v.extent for v in d[:-2]), hw.lanes(op.body[0].dtype.itemsize),
                             hw.vector_regs, hw.threads, max(v.extent for v in op.reduce_axis),
                             op.body[0].dtype.itemsize, hw.l1d,
-                            any(dim != len(t.shape) - 1 or _computed(t) for t, dim, _ in bs), hw.l2)
+                            any(not _inner(t, dim) or _computed(t) for t, dim, _ in bs), hw.l2)
 
     def estimate(self, st: Stage, hw: Hardware, derived: GemmFeatures):
         return derived.estimate
@@ -442,7 +462,7 @@ class Gemm(Template):
         # consecutive elements per K step, a loop that vectorizes only when mr is whole vectors;
         # rows of one vector then, and the columns the registers leave
         across = (1 in space.knob("pack_a").values and xe >= lanes
-                  and any(dim == len(t.shape) - 1 and _computed(t) for t, dim, _ in as_))
+                  and any(_inner(t, dim) and _computed(t) for t, dim, _ in as_))
         if across:
             nv = max(1, min(nv, _accumulator_budget(hw.vector_regs) // lanes))
         nr = pick("nr", lanes * nv)
@@ -485,7 +505,7 @@ class Gemm(Template):
                    if v % per == 0 and _blocks(cols, v) * nr * panel_bytes <= 4 * hw.l2), space.knob("nb").values[-1])
         # a B that one row reads once, as it lies along y (a matrix-vector product): packing it
         # would copy every element to read it once
-        once = xe == 1 and all(dim == len(t.shape) - 1 and not _computed(t) and _reuse(op, t) == 1
+        once = xe == 1 and all(_inner(t, dim) and not _computed(t) and _reuse(op, t) == 1
                                for t, dim, _ in bs)
         c = {"mr": mr, "nr": nr, "mb": mb, "nb": nb, "order": "nm",
              "pack_a": min(1, max(space.knob("pack_a").values)) if keep_a else 0,
@@ -493,7 +513,7 @@ class Gemm(Template):
              # load it as it lies (strided along y, as a flipped kernel's channels, or computed)
              # while other rows or batch entries read it too
              "pack_b": min(1, max(space.knob("pack_b").values)) if not once and (xe > mr or ye % nr or any(
-                 (dim != len(t.shape) - 1 or _computed(t)) and _reuse(op, t) > 1 for t, dim, _ in bs)) else 0,
+                 (not _inner(t, dim) or _computed(t)) and _reuse(op, t) > 1 for t, dim, _ in bs)) else 0,
              "unroll_k": 1, "parallel": 1 if hw.threads > 1 else 0}
         # the group kernel (its instruction does 2-4x the work of an FMA) needs both packs
         c["kgroup"] = max(space.knob("kgroup").values) if c["pack_a"] and c["pack_b"] else 1
@@ -598,7 +618,7 @@ class Gemm(Template):
                 if groups is not None:      # each group's source rows read together, in order
                     s.unroll(ax[-1])
                     continue
-                if dim == len(t.shape) - 1 and len(ax) > 2:
+                if _inner(t, dim) and len(ax) > 2:
                     # read each source row once across all panels (sequential, as the prefetcher
                     # wants) rather than a panel's few lines per row with a row's stride
                     s.reorder(*ax[1:-1], ax[0], ax[-1])
@@ -612,7 +632,7 @@ class Gemm(Template):
                 p = s.cache_read(t, "shared", [tile.name], layout, split, _packed_type(tile.op, t, groups))
                 s.compute_at(p, kb if c["pack_a"] == 2 else xc)
                 ax = list(s.stage(p).op.axis)
-                if groups is None and dim == len(t.shape) - 1 and len(ax) > 2:
+                if groups is None and _inner(t, dim) and len(ax) > 2:
                     # A read along its rows (a transposed operand, dA = dY^T X): one pass over each
                     # source row across all panels, as for B
                     s.reorder(*ax[1:-1], ax[0], ax[-1])
