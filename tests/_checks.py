@@ -127,6 +127,35 @@ def run_module_file(hlo_path, npz_path, target="cpu"):
     return check_outputs(outs, npz_path)
 
 
+def typed_dot(batch, m, n, k, ta, tb, out_dtype="float32", kind=("bfloat16", "bfloat16", "float32")):
+    """``C[b.., i, j] = sum_r acc(A[b.., i, r]) * acc(B[b.., r, j])`` of ``kind``'s operands (A
+    or B stored transposed); a bf16 result rounds the f32 sum, as the HLO front-end lowers it."""
+    bs = (batch,) if batch else ()
+    A = dsl.placeholder(bs + ((k, m) if ta else (m, k)), kind[0], name="A")
+    B = dsl.placeholder(bs + ((n, k) if tb else (k, n)), kind[1], name="B")
+    r = dsl.reduce_axis(k, name="r")
+
+    def f(*ix):
+        b, i, j = ix[:-2], ix[-2], ix[-1]
+        a = A[(*b, r, i)] if ta else A[(*b, i, r)]
+        bb = B[(*b, j, r)] if tb else B[(*b, r, j)]
+        return dsl.sum(dsl.cast(a, kind[2]) * dsl.cast(bb, kind[2]), axis=r)
+    c = dsl.compute(bs + (m, n), f, name="C")
+    if out_dtype == kind[2]:
+        return c
+    return dsl.compute(c.shape, lambda *ix: dsl.cast(c[ix], out_dtype), name="D")
+
+
+def root_template(out):
+    """``(schedule, root stage, template)`` of ``out`` after default fusion."""
+    from hlotune.schedules.fusion import fuse_default
+    from hlotune.schedules.templates.families import TEMPLATES, classify
+    s = hlotune.Schedule(out)
+    fuse_default(s)
+    st_ = next(x for x in s.stages.values() if x.is_root)
+    return s, st_, TEMPLATES[classify(st_)]
+
+
 def draw_config(data, space) -> dict:
     """A config of ``space`` drawn by hypothesis ``data``, each knob labelled by its name."""
     from hypothesis import strategies as st

@@ -14,13 +14,13 @@ import subprocess
 import numpy as np
 import pytest
 from _checks import MATMUL_F32, as_tuple, assert_close, draw_config, random_inputs
+from _checks import root_template as _stage
+from _checks import typed_dot as group_dot
 from hlotune.dsl.errors import ScheduleError
 from hlotune.dsl.reference import evaluate
 from hlotune.runtime.cpu import DEFAULT_FLAGS, CCompiler
 from hlotune.runtime.targets import get_target
-from hlotune.schedules.fusion import fuse_default
 from hlotune.schedules.hardware import Hardware
-from hlotune.schedules.templates.families import TEMPLATES, classify
 from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
 
@@ -41,32 +41,6 @@ KINDS = [("bfloat16", "bfloat16", "float32"), ("int8", "int8", "int32"), ("uint8
          ("int8", "uint8", "int32")]
 SIZES = st.sampled_from([1, 2, 3, 5, 7, 13, 16, 17, 31, 40, 64])
 EVEN = st.sampled_from([4, 8, 12, 16, 20, 32, 40, 64])
-
-
-def group_dot(batch, m, n, k, ta, tb, out_dtype="float32", kind=KINDS[0]):
-    """``C[b.., i, j] = sum_r acc(A[b.., i, r]) * acc(B[b.., r, j])`` of ``kind``'s operands (A
-    or B stored transposed); a bf16 result rounds the f32 sum, as the HLO front-end lowers it."""
-    bs = (batch,) if batch else ()
-    A = dsl.placeholder(bs + ((k, m) if ta else (m, k)), kind[0], name="A")
-    B = dsl.placeholder(bs + ((n, k) if tb else (k, n)), kind[1], name="B")
-    r = dsl.reduce_axis(k, name="r")
-
-    def f(*ix):
-        b, i, j = ix[:-2], ix[-2], ix[-1]
-        a = A[(*b, r, i)] if ta else A[(*b, i, r)]
-        bb = B[(*b, j, r)] if tb else B[(*b, r, j)]
-        return dsl.sum(dsl.cast(a, kind[2]) * dsl.cast(bb, kind[2]), axis=r)
-    c = dsl.compute(bs + (m, n), f, name="C")
-    if out_dtype == kind[2]:
-        return c
-    return dsl.compute(c.shape, lambda *ix: dsl.cast(c[ix], out_dtype), name="D")
-
-
-def _stage(out):
-    s = hlotune.Schedule(out)
-    fuse_default(s)
-    st_ = next(x for x in s.stages.values() if x.is_root)
-    return s, st_, TEMPLATES[classify(st_)]
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

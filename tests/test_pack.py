@@ -13,12 +13,11 @@ import ml_dtypes
 import numpy as np
 import pytest
 from _checks import MATMUL_F32, assert_close, draw_config
+from _checks import root_template as _schedule
 from hlotune.dsl.errors import ScheduleError
 from hlotune.runtime.cpu import DEFAULT_FLAGS, CCompiler
 from hlotune.runtime.targets import get_target
-from hlotune.schedules.fusion import fuse_default
 from hlotune.schedules.steps import CacheRead, step_from_json, step_to_json
-from hlotune.schedules.templates.families import TEMPLATES, classify
 from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
 
@@ -55,13 +54,6 @@ def _oracle(a, b, ta, acc):
     a64 = (a.T if ta else a).astype(np.float64 if acc == "float32" else np.int64)
     r = a64 @ b.astype(a64.dtype)
     return r.astype(np.float32 if acc == "float32" else np.int32)
-
-
-def _schedule(out):
-    s = hlotune.Schedule(out)
-    fuse_default(s)
-    stage = next(x for x in s.stages.values() if x.is_root)
-    return s, stage, TEMPLATES[classify(stage)]
 
 
 CASES = [("float32", "float32", "float32"), ("float16", "float16", "float32"), ("bfloat16", "bfloat16", "float32"),

@@ -14,14 +14,13 @@ import re
 
 import numpy as np
 import pytest
-from _checks import MATMUL_F32, as_tuple, assert_close, draw_config, random_inputs
+from _checks import MATMUL_F32, as_tuple, assert_close, draw_config, random_inputs, typed_dot
+from _checks import root_template as _stage
 from hlotune.dsl.errors import ConfigError, ScheduleError
 from hlotune.dsl.reference import evaluate
 from hlotune.runtime.cpu import DEFAULT_FLAGS, CCompiler
 from hlotune.runtime.targets import get_target
-from hlotune.schedules.fusion import fuse_default
 from hlotune.schedules.hardware import Hardware
-from hlotune.schedules.templates.families import TEMPLATES, classify
 from hlotune.schedules.templates.gemm import GemmFeatures
 from hypothesis import HealthCheck, event, given, reject, settings
 from hypothesis import strategies as st
@@ -44,31 +43,12 @@ KINDS = [("float32", "float32", "float32"), ("bfloat16", "bfloat16", "float32"),
 
 
 def dot(batch, m, n, k, ta=False, tb=False, kind=KINDS[0], epilogue=False):
-    """``C[b.., i, j] = sum_r A[b.., i, r] * B[b.., r, j]`` in ``kind`` (A or B stored transposed),
-    optionally followed by an elementwise epilogue."""
-    bs = (batch,) if batch else ()
-    A = dsl.placeholder(bs + ((k, m) if ta else (m, k)), kind[0], name="A")
-    B = dsl.placeholder(bs + ((n, k) if tb else (k, n)), kind[1], name="B")
-    r = dsl.reduce_axis(k, name="r")
-
-    def f(*ix):
-        b, i, j = ix[:-2], ix[-2], ix[-1]
-        a = A[(*b, r, i)] if ta else A[(*b, i, r)]
-        bb = B[(*b, j, r)] if tb else B[(*b, r, j)]
-        if kind[0] == kind[2]:
-            return dsl.sum(a * bb, axis=r)
-        return dsl.sum(dsl.cast(a, kind[2]) * dsl.cast(bb, kind[2]), axis=r)
-    c = dsl.compute(bs + (m, n), f, name="C")
+    """``typed_dot`` in ``kind`` (A or B stored transposed), optionally followed by an
+    elementwise epilogue."""
+    c = typed_dot(batch, m, n, k, ta, tb, kind[2], kind)
     if epilogue:
         return dsl.compute(c.shape, lambda *ix: dsl.maximum(c[ix] * 2, c[ix]), name="E")
     return c
-
-
-def _stage(out):
-    s = hlotune.Schedule(out)
-    fuse_default(s)
-    st_ = next(x for x in s.stages.values() if x.is_root)
-    return s, st_, TEMPLATES[classify(st_)]
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
