@@ -14,11 +14,12 @@ widening of f16, bf16 or 8-bit integer A to f32 or int32 P (``G`` 1). Each row's
 (rows whose condition fails are never read), then ``hl_pack_t_<kind>_<R>`` copies ``K`` words of
 every row: with AVX-512, 16 words per row into R vectors and out as R vectors of the transposed
 block, each gathered by masked permutes; elsewhere, and for the last ``K % 16``, one word at a
-time. Element order and values are exactly the loop's. ``R`` a multiple of 16 (a B operand
-stored transposed, as a PyTorch ``Linear`` weight ``[out, in]`` or the ``W^T`` of a gradient,
-packed into panels of ``nr`` columns; the rows loop may be the vectorized one) transposes each
-16 x 16 block of words in four rounds of in-lane unpacks and lane shuffles (64 shuffles per
-block, a quarter of the masked permutes) and stores its 16 rows ``R`` words apart.
+time. Element order and values are exactly the loop's. ``R`` a multiple of 16 (16-row A
+panels, and B operands stored transposed, as a PyTorch ``Linear`` weight ``[out, in]`` or the
+``W^T`` of a gradient, packed into panels of ``nr`` columns; the rows loop may be the vectorized
+one) transposes each 16 x 16 block of words in four rounds of in-lane unpacks and lane shuffles
+(64 shuffles per block, a quarter of the masked permutes) and stores its 16 rows ``R`` words
+apart.
 
 The copy the loop did one element at a time (with the row condition per element) took 5% of an
 fp32 matmul 1024's time and 7% of a bf16 one's on an AMD EPYC (perf, default schedules).
@@ -183,7 +184,7 @@ def _wide_helper(kind: str, rows: int) -> str:
 def pack_helper(kind: str, rows: int) -> str:
     """C of ``hl_pack_t_<kind>_<rows>(dst, row pointers, row mask, n)``: ``dst[k * rows + r]`` =
     word ``k`` of row ``r`` (0 where bit ``r`` of the mask is clear), ``k < n``."""
-    if rows > LANES:
+    if rows % LANES == 0:
         return X86_INTRINSICS + _WORD_HELPERS + _wide_helper(kind, rows)
     name = f"hl_pack_t_{kind}_{rows}"
     vec, word = _load(kind, "rows[{r}]", "k")
@@ -230,7 +231,7 @@ class PackPrinter:
         ok = "1" if pc.cond is None else rd.expr(substitute(pc.cond, at0))
         dst = rd.name(pc.store.buffer, pc.store.buffer.name)
         base = rd.expr(substitute(rd.flat_index(pc.store.buffer, pc.store.indices), {**at0, pc.r.var: 0}))
-        wide = pc.rows > LANES      # a flag per row rather than a mask of at most 16 bits
+        wide = pc.rows % LANES == 0     # 16 x 16 blocks, a flag per row (wider than a 16-bit mask)
         return [pad + "{",
                 f"{pad}  const void* hl_pk_rows[{pc.rows}];",
                 f"{pad}  uint8_t hl_pk_ok[{pc.rows}];" if wide else f"{pad}  uint32_t hl_pk_ok = 0;",
