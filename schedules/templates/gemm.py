@@ -72,10 +72,6 @@ SPILL_SHARE = 0.075
 LOAD_SHARE = 0.5
 
 
-def _flag(v) -> bool:
-    return v in (0, 1) and not isinstance(v, float)
-
-
 def _pack(v) -> bool:
     return v in (0, 1, 2) and not isinstance(v, (bool, float))
 
