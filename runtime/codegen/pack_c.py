@@ -4,7 +4,7 @@ one call of a helper that transposes 16 K steps of all rows at a time in vector 
 The pattern (``cache_read`` of an A operand in panels, schedules/templates/gemm.py)::
 
     for k in range(K):                        # any extent
-      for r in range(R):                      # constant, 2 <= R <= 16 or a multiple of 16
+      for r in range(R):                      # constant, 2 <= R <= 16 or a multiple of 8
         [for g in range(G):]                  # K groups: G elements make one 32-bit word
           P[base + (k * R + r) * G + g] = cond(r) ? A[row(r) + k * G + g] : 0
 
@@ -12,14 +12,14 @@ The pattern (``cache_read`` of an A operand in panels, schedules/templates/gemm.
 or ``g``; ``row(r)`` is any index of ``r`` and outer loops; the value may also be an exact
 widening of f16, bf16 or 8-bit integer A to f32 or int32 P (``G`` 1). Each row's address and condition are evaluated once
 (rows whose condition fails are never read), then ``hl_pack_t_<kind>_<R>`` copies ``K`` words of
-every row: with AVX-512, 16 words per row into R vectors and out as R vectors of the transposed
-block, each gathered by masked permutes; elsewhere, and for the last ``K % 16``, one word at a
-time. Element order and values are exactly the loop's. ``R`` a multiple of 16 (16-row A
+every row. For ``R`` not a multiple of 8, with AVX-512: 16 words per row into R vectors and out
+as R vectors of the transposed block, each gathered by masked permutes; elsewhere, and for the
+last ``K % 16``, one word at a time. Element order and values are exactly the loop's. ``R`` a multiple of 8 (8- and 16-row A
 panels, and B operands stored transposed, as a PyTorch ``Linear`` weight ``[out, in]`` or the
 ``W^T`` of a gradient, packed into panels of ``nr`` columns; the rows loop may be the vectorized
-one) transposes each 16 x 16 block of words in four rounds of in-lane unpacks and lane shuffles
-(64 shuffles per block, a quarter of the masked permutes) and stores its 16 rows ``R`` words
-apart.
+one) transposes blocks of words in registers by in-lane unpacks and lane shuffles: 16 x 16
+with AVX-512 (64 shuffles per block, a quarter of the masked permutes), 8 x 8 with AVX2 (and
+for an 8-row remainder or a K tail of 8 or more), and stores their rows ``R`` words apart.
 
 The copy the loop did one element at a time (with the row condition per element) took 5% of an
 fp32 matmul 1024's time and 7% of a bf16 one's on an AMD EPYC (perf, default schedules).
@@ -77,7 +77,7 @@ def match_pack(loop: For, flat_index) -> PackCopy | None:
     s = (g.body if g is not None else r.body)
     rows = _const(r)
     if (not isinstance(s, Store) or r.kind not in (*_SCALAR, LoopKind.VECTORIZE) or r.reduction
-            or rows is None or not (2 <= rows <= LANES or (rows % LANES == 0 and rows <= MAX_ROWS))):
+            or rows is None or not (2 <= rows <= LANES or (rows % 8 == 0 and rows <= MAX_ROWS))):
         return None
     if g is not None and (g.kind not in _SCALAR or g.reduction or _const(g) is None):
         return None
@@ -128,6 +128,19 @@ def _load(kind: str, p: str, k: str) -> tuple[str, str]:
     return f"_mm512_castps_si512(_mm512_cvtepi32_ps({ints}))", f"hl_pack_f32bits((float){one})"
 
 
+def _load8(kind: str, p: str, k: str) -> str:
+    """AVX2 vector of 8 words from row pointer ``p`` at word ``k`` (F16C for f16)."""
+    if kind == "w32":
+        return f"_mm256_loadu_si256((const __m256i*)((const uint32_t*){p} + {k}))"
+    if kind == "f16f32":
+        return f"_mm256_castps_si256(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)((const uint16_t*){p} + {k}))))"
+    if kind == "bf16f32":
+        return f"_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i*)((const uint16_t*){p} + {k}))), 16)"
+    ints = (f"_mm256_cvtep{'i' if kind[0] == 's' else 'u'}8_epi32("
+            f"_mm_loadl_epi64((const __m128i*)((const uint8_t*){p} + {k})))")
+    return ints if kind.endswith("i32") else f"_mm256_castps_si256(_mm256_cvtepi32_ps({ints}))"
+
+
 _WORD_HELPERS = ("#ifndef HL_PACK_WORD\n#define HL_PACK_WORD\n"
                  "typedef uint32_t hl_pack_u32 __attribute__((may_alias));\n"
                  "typedef uint16_t hl_pack_u16 __attribute__((may_alias));\n"
@@ -159,22 +172,59 @@ def _transpose16(v: str, t: str) -> list[str]:
     return out
 
 
+def _transpose8(v: str, t: str) -> list[str]:
+    """C statements transposing the 8 x 8 block of 32-bit words in AVX2 vectors ``v``0..7 (row
+    ``r``: words 0..7 of row r) so that ``v``j holds word j of rows 0..7: 32-bit and 64-bit
+    unpacks within 128-bit lanes (words j and j + 4 of four rows), then one lane permute."""
+    out = [f"const __m256i {t}a{i} = _mm256_unpacklo_epi32({v}{i}, {v}{i + 1}), "
+           f"{t}a{i + 1} = _mm256_unpackhi_epi32({v}{i}, {v}{i + 1});" for i in range(0, 8, 2)]
+    for q in (0, 4):
+        out.append(f"const __m256i {t}b{q} = _mm256_unpacklo_epi64({t}a{q}, {t}a{q + 2}), "
+                   f"{t}b{q + 1} = _mm256_unpackhi_epi64({t}a{q}, {t}a{q + 2}), "
+                   f"{t}b{q + 2} = _mm256_unpacklo_epi64({t}a{q + 1}, {t}a{q + 3}), "
+                   f"{t}b{q + 3} = _mm256_unpackhi_epi64({t}a{q + 1}, {t}a{q + 3});")
+    for j in range(4):
+        out.append(f"{v}{j} = _mm256_permute2x128_si256({t}b{j}, {t}b{j + 4}, 0x20); "
+                   f"{v}{j + 4} = _mm256_permute2x128_si256({t}b{j}, {t}b{j + 4}, 0x31);")
+    return out
+
+
+def _block8(kind: str, rows: int, c: str, k: str) -> list[str]:
+    """One 8 x 8 block in a C scope: rows ``c``.. ``c + 7`` and words ``k``.. ``k + 7``."""
+    lines = [f"__m256i w{r} = ok[{c} + {r}] ? {_load8(kind, f'rows[{c} + {r}]', k)} : _mm256_setzero_si256();"
+             for r in range(8)]
+    lines += _transpose8("w", "s")
+    lines += [f"_mm256_storeu_si256((__m256i*)(dst + ({k} + {j}) * {rows} + {c}), w{j});" for j in range(8)]
+    return ["{", *("  " + x for x in lines), "}"]
+
+
 def _wide_helper(kind: str, rows: int) -> str:
-    """``hl_pack_t_<kind>_<rows>`` for ``rows`` a multiple of 16: each 16 x 16 block of words
-    (16 rows, 16 K steps) transposed in registers, its rows stored ``rows`` words apart; ``ok``:
-    a flag per row (0: the row is past the operand's end and packs as zeros)."""
+    """``hl_pack_t_<kind>_<rows>`` for ``rows`` a multiple of 8: with AVX-512, each 16 x 16 block
+    of words (16 rows, 16 K steps) transposed in registers (an 8-row remainder as two 8 x 8
+    blocks); with AVX2, and for a K tail of 8 or more, 8 x 8 blocks; its rows stored ``rows``
+    words apart; ``ok``: a flag per row (0: the row is past the operand's end and packs as zeros)."""
     name = f"hl_pack_t_{kind}_{rows}"
     vec, word = _load(kind, "rows[c + {r}]", "k")[0], _load(kind, "rows[{r}]", "k")[1]
+    full = rows - rows % LANES
     body = [f"HL_INLINE void {name}(hl_pack_u32* __restrict__ dst, const void* const* rows, const uint8_t* ok, int64_t n) {{",
-            "  int64_t k = 0;", "#if defined(__AVX512F__)",
-            f"  for (; k + {LANES} <= n; k += {LANES}) {{",
-            f"    for (int c = 0; c < {rows}; c += {LANES}) {{"]
-    for r in range(LANES):
-        body.append(f"      __m512i v{r} = ok[c + {r}] ? {vec.format(r=r)} : _mm512_setzero_si512();")
-    body += ["      " + line for line in _transpose16("v", "t")]
-    for j in range(LANES):
-        body.append(f"      _mm512_storeu_si512((void*)(dst + (k + {j}) * {rows} + c), v{j});")
-    body += ["    }", "  }", "#endif",
+            "  int64_t k = 0;"]
+    if full:
+        body += ["#if defined(__AVX512F__)", f"  for (; k + {LANES} <= n; k += {LANES}) {{",
+                 f"    for (int c = 0; c < {full}; c += {LANES}) {{"]
+        for r in range(LANES):
+            body.append(f"      __m512i v{r} = ok[c + {r}] ? {vec.format(r=r)} : _mm512_setzero_si512();")
+        body += ["      " + line for line in _transpose16("v", "t")]
+        for j in range(LANES):
+            body.append(f"      _mm512_storeu_si512((void*)(dst + (k + {j}) * {rows} + c), v{j});")
+        body.append("    }")
+        if full != rows:
+            for half in ("k", "k + 8"):
+                body += ["    " + line for line in _block8(kind, rows, str(full), half)]
+        body += ["  }", "#endif"]
+    body += ["#if defined(__AVX2__)" + (" && defined(__F16C__)" if kind == "f16f32" else ""),
+             "  for (; k + 8 <= n; k += 8)", f"    for (int c = 0; c < {rows}; c += 8)"]
+    body += ["      " + line for line in _block8(kind, rows, "c", "k")]
+    body += ["#endif",
              f"  for (; k < n; ++k)\n    for (int r = 0; r < {rows}; ++r)",
              f"      dst[k * {rows} + r] = ok[r] ? {word.format(r='r')} : 0u;",
              "}"]
@@ -182,9 +232,10 @@ def _wide_helper(kind: str, rows: int) -> str:
 
 
 def pack_helper(kind: str, rows: int) -> str:
-    """C of ``hl_pack_t_<kind>_<rows>(dst, row pointers, row mask, n)``: ``dst[k * rows + r]`` =
-    word ``k`` of row ``r`` (0 where bit ``r`` of the mask is clear), ``k < n``."""
-    if rows % LANES == 0:
+    """C of ``hl_pack_t_<kind>_<rows>(dst, row pointers, row flags, n)``: ``dst[k * rows + r]`` =
+    word ``k`` of row ``r`` (0 where row ``r``'s flag is clear: bit ``r`` of a mask, or byte
+    ``r`` of an array where ``rows`` is a multiple of 8), ``k < n``."""
+    if rows % 8 == 0:
         return X86_INTRINSICS + _WORD_HELPERS + _wide_helper(kind, rows)
     name = f"hl_pack_t_{kind}_{rows}"
     vec, word = _load(kind, "rows[{r}]", "k")
@@ -231,7 +282,7 @@ class PackPrinter:
         ok = "1" if pc.cond is None else rd.expr(substitute(pc.cond, at0))
         dst = rd.name(pc.store.buffer, pc.store.buffer.name)
         base = rd.expr(substitute(rd.flat_index(pc.store.buffer, pc.store.indices), {**at0, pc.r.var: 0}))
-        wide = pc.rows % LANES == 0     # 16 x 16 blocks, a flag per row (wider than a 16-bit mask)
+        wide = pc.rows % 8 == 0     # register transposes, a flag per row (wider than a 16-bit mask)
         return [pad + "{",
                 f"{pad}  const void* hl_pk_rows[{pc.rows}];",
                 f"{pad}  uint8_t hl_pk_ok[{pc.rows}];" if wide else f"{pad}  uint32_t hl_pk_ok = 0;",
