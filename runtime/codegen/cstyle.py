@@ -28,10 +28,28 @@ from .cse import shared
 _CMP = {Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">=", Op.EQ: "==", Op.NE: "!="}
 _ARITH = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*"}
 _BIT = {Op.AND: "&", Op.OR: "|", Op.XOR: "^"}
+#: float ops whose result is one of their operands' values (or its negation): in a narrow float
+#: type, exact without rounding when every operand already holds a value of that type
+_PICK = frozenset({Op.MAX, Op.MIN, Op.NEG, Op.ABS})
 _FMATH = {Op.EXP: "exp", Op.EXPM1: "expm1", Op.LOG: "log", Op.LOG1P: "log1p", Op.SQRT: "sqrt",
           Op.CBRT: "cbrt", Op.TANH: "tanh", Op.ERF: "erf", Op.SIN: "sin", Op.COS: "cos", Op.TAN: "tan",
           Op.FLOOR: "floor", Op.CEIL: "ceil", Op.ROUND: "rint", Op.ABS: "fabs", Op.ATAN2: "atan2",
           Op.POW: "pow", Op.REM: "fmod"}
+
+
+
+def _held(e: Expr) -> bool:
+    """Whether ``e`` (a float expression) renders as a value its own type holds exactly: every
+    narrow float op rounds its result, loads and casts hold their type's values; a constant only
+    where it is one of them, a pick (``_PICK``, a select) where its operands are."""
+    if e.op is Op.CONST:
+        v = float(np.asarray(e.arg, dtype=e.dtype.np)) if e.dtype.np is not None else None
+        return v is not None and (math.isnan(v) or v == float(e.arg))
+    if e.op in _PICK:
+        return all(_held(x) for x in e.src)
+    if e.op is Op.SELECT:
+        return _held(e.src[1]) and _held(e.src[2])
+    return True
 
 
 #: the prefix of every identifier made from a user's name (tensor, buffer, axis). C, OpenCL and
@@ -233,8 +251,27 @@ class CStyleRenderer:
         if op is Op.BITCAST:
             return self.bitcast(a[0], sd, d)
         if sd.is_float:
+            if op in (Op.MAX, Op.MIN) and not sd.is_complex:    # max(x, -inf) is x, NaN included
+                edge = -math.inf if op is Op.MAX else math.inf
+                for x, y in ((e.src[0], 1), (e.src[1], 0)):
+                    if x.op is Op.CONST and x.arg == edge:
+                        return a[y]
+            if op in _PICK and all(_held(x) for x in e.src):
+                return self.float_op(op, a, sd)
             return self.round16(self.float_op(op, a, sd), d)
         return self.int_op(op, a, sd, e)
+
+    def unrounded(self, e: Expr) -> str:
+        """``e`` (a float narrower than 32 bits, about to be converted to its stored form, which
+        rounds once) without its own final rounding: rounding to nearest even twice gives what
+        rounding once does, so the store's conversion alone is enough."""
+        if id(e) in self.temps or not e.dtype.is_float or e.dtype.bits > 16 or not e.src:
+            return self.expr(e)
+        sd = e.src[0].dtype
+        if not sd.is_float or sd.is_complex or e.op in _CMP or e.op in _PICK or e.op in (
+                Op.SELECT, Op.CAST, Op.BITCAST, Op.LOAD, Op.COMPLEX, Op.REAL, Op.IMAG):
+            return self.expr(e)
+        return self.float_op(e.op, [self.expr(x) for x in e.src], sd)
 
     def select(self, e: Expr) -> str:
         """``cond ? a : b``; the arms render with ``arm_depth`` raised (they run conditionally)."""
@@ -385,7 +422,8 @@ class CStyleRenderer:
         raw = self.moved(s.value, buf.dtype) if buf.dtype is dt.bfloat16 else None
         if raw is not None:
             return f"{self.name(buf, buf.name)}[{self.expr(self.flat_index(buf, s.indices))}] = {raw};"
-        v = self.expr(s.value)
+        narrow = buf.dtype in (dt.bfloat16, dt.float16) and s.value.dtype is buf.dtype
+        v = self.unrounded(s.value) if narrow else self.expr(s.value)
         if buf.dtype is dt.float16:
             return self.half_store(f"{self.name(buf, buf.name)}[{self.expr(self.flat_index(buf, s.indices))}]", v)
         if buf.dtype is dt.bfloat16:
