@@ -32,10 +32,10 @@ def _attention(jnp, jax, x, wq, wk, wv, wo, heads, causal=False):
     q = (x @ wq).reshape(s, heads, hd).transpose(1, 0, 2)
     k = (x @ wk).reshape(s, heads, hd).transpose(1, 0, 2)
     v = (x @ wv).reshape(s, heads, hd).transpose(1, 0, 2)
-    sc = jnp.einsum("hqd,hkd->hqk", q, k) / np.float32(np.sqrt(hd))
+    sc = jnp.einsum("hqd,hkd->hqk", q, k) / float(np.sqrt(hd))   # Python floats keep bf16/fp16 layers narrow
     if causal:
         mask = jnp.tril(jnp.ones((s, s), bool))
-        sc = jnp.where(mask, sc, np.float32(-1e9))
+        sc = jnp.where(mask, sc, -1e9)
     p = jax.nn.softmax(sc, axis=-1)
     o = jnp.einsum("hqk,hkd->hqd", p, v).transpose(1, 0, 2).reshape(s, d)
     return o @ wo

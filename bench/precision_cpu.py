@@ -202,7 +202,8 @@ def main(argv=None):
              "Peaks (bench/peak.py, all threads): " + ", ".join(
                  f"{k} {v['gflops']:.0f} G/s" if v else f"{k}: not targeted" for k, v in peaks.items()) +
              ". fp16 and int8-weight kernels multiply in f32 (FMA peak). Layers in bf16/fp16 take every argument "
-             "in that type (numpy constants inside promote some parts to f32, as JAX runs them); int8 layers "
+             "in that type and compute in it (reductions of means and softmax sums accumulate in f32, as JAX "
+             "writes them); int8 layers "
              "(activations quantized too) are not measured.")
     write_results(args.name, rows, md, env, notes)
     print(md)
