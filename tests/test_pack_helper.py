@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import ctypes
 import platform
-import subprocess
 
 import ml_dtypes
 import numpy as np
 import pytest
 from hlotune.runtime.codegen.c import helpers
 from hlotune.runtime.codegen.pack_c import pack_helper
+from hlotune.runtime.cpu import DEFAULT_FLAGS, CCompiler, compile_c
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,20 +27,16 @@ ISAS = {"native": (), "avx2": ("-mno-avx512f",), "scalar": ("-mno-avx512f", "-mn
 
 
 @pytest.fixture(scope="module", params=list(ISAS))
-def lib(request, tmp_path_factory):
+def lib(request):
     if request.param != "native" and not X86:
         pytest.skip("the AVX-512 and AVX2 paths exist on x86 only")
-    out = tmp_path_factory.mktemp("pack") / f"pack_{request.param}"
     src = [helpers()]
     for kind in KINDS:
         for rows in ROWS:
             src.append(pack_helper(kind, rows))
             src.append(f"void w_{kind}_{rows}(hl_pack_u32* d, const void* const* r, const uint8_t* ok, int64_t n)"
                        f" {{ hl_pack_t_{kind}_{rows}(d, r, ok, n); }}\n")
-    out.with_suffix(".c").write_text("".join(src))
-    subprocess.run(["gcc", "-O2", "-march=native", *ISAS[request.param], "-fPIC", "-shared",
-                    str(out.with_suffix(".c")), "-o", str(out.with_suffix(".so"))], check=True)
-    return ctypes.CDLL(str(out.with_suffix(".so")))
+    return ctypes.CDLL(str(compile_c("".join(src), CCompiler(flags=(*DEFAULT_FLAGS, *ISAS[request.param])))))
 
 
 def _source(rng, kind, rows, n):

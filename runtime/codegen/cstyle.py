@@ -37,14 +37,13 @@ _FMATH = {Op.EXP: "exp", Op.EXPM1: "expm1", Op.LOG: "log", Op.LOG1P: "log1p", Op
           Op.POW: "pow", Op.REM: "fmod"}
 
 
-
 def _held(e: Expr) -> bool:
     """Whether ``e`` (a float expression) renders as a value its own type holds exactly: every
     narrow float op rounds its result, loads and casts hold their type's values; a constant only
     where it is one of them, a pick (``_PICK``, a select) where its operands are."""
     if e.op is Op.CONST:
-        v = float(np.asarray(e.arg, dtype=e.dtype.np)) if e.dtype.np is not None else None
-        return v is not None and (math.isnan(v) or v == float(e.arg))
+        v = float(np.asarray(e.arg, dtype=e.dtype.np))
+        return math.isnan(v) or v == float(e.arg)
     if e.op in _PICK:
         return all(_held(x) for x in e.src)
     if e.op is Op.SELECT:
@@ -251,12 +250,12 @@ class CStyleRenderer:
         if op is Op.BITCAST:
             return self.bitcast(a[0], sd, d)
         if sd.is_float:
-            if op in (Op.MAX, Op.MIN) and not sd.is_complex:    # max(x, -inf) is x, NaN included
+            if op in (Op.MAX, Op.MIN):    # max(x, -inf) is x, NaN included
                 edge = -math.inf if op is Op.MAX else math.inf
                 for x, y in ((e.src[0], 1), (e.src[1], 0)):
                     if x.op is Op.CONST and x.arg == edge:
                         return a[y]
-            if op in _PICK and all(_held(x) for x in e.src):
+            if op in _PICK and d.bits <= 16 and all(_held(x) for x in e.src):
                 return self.float_op(op, a, sd)
             return self.round16(self.float_op(op, a, sd), d)
         return self.int_op(op, a, sd, e)
